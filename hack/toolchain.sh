@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Builds the test toolchain from Go modules (nothing else can be downloaded on these machines) and
+# caches every binary per version in a per-user folder outside the clone, linked into bin/.
+#
+#   hack/toolchain.sh            the tools the default test run needs (envtest + tofu + controller-gen)
+#   hack/toolchain.sh all        everything, including the node parts and CAPI for e2e
+#   hack/toolchain.sh TOOL...    just those tools
+#
+# Idempotent: a tool whose cached binary exists is only linked. Builds print their progress and time.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=versions.env
+source "$root/hack/versions.env"
+
+cache=${CAPX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/capx}
+bin="$root/bin"
+mkdir -p "$cache/tools" "$cache/src" "$bin" "$bin/envtest"
+export GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
+
+kube_tools=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kube-proxy)
+default_tools=(etcd kube-apiserver kube-controller-manager tofu controller-gen)
+all_tools=(etcd "${kube_tools[@]}" tofu controller-gen clusterctl capi-manager)
+
+log() { printf '\033[1m[toolchain]\033[0m %s\n' "$*" >&2; }
+
+version_of() {
+  case "$1" in
+    etcd) echo "$ETCD_VERSION" ;;
+    kube-*|kubelet|kubectl) echo "$KUBERNETES_VERSION" ;;
+    tofu) echo "$OPENTOFU_VERSION" ;;
+    clusterctl|capi-manager) echo "$CAPI_VERSION" ;;
+    controller-gen) echo "$CONTROLLER_TOOLS_VERSION" ;;
+    *) echo "unknown tool $1" >&2; return 1 ;;
+  esac
+}
+
+# A throwaway module per tool family and version: a fresh go.mod each time (editing one version's
+# go.mod into another keeps newer indirect dependencies through minimal version selection).
+prepare_module() { # dir, module lines...
+  local dir=$1; shift
+  if [[ -f "$dir/.ready" ]]; then return; fi
+  rm -rf "$dir"; mkdir -p "$dir"
+  printf '%s\n' "$@" >"$dir/go.mod"
+  touch "$dir/.ready"
+}
+
+kube_module() {
+  local v=$KUBERNETES_VERSION dir="$cache/src/kubernetes-$KUBERNETES_VERSION"
+  if [[ ! -f "$dir/.ready" ]]; then
+    local gomod minor lines=()
+    gomod=$(go mod download -json "k8s.io/kubernetes@$v" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+    minor=${v#v1.}
+    while read -r m; do lines+=("replace $m => $m v0.$minor"); done \
+      < <(sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$gomod")
+    prepare_module "$dir" "module capx.local/kubetools" "go 1.26" "require k8s.io/kubernetes $v" "${lines[@]}"
+  fi
+  echo "$dir"
+}
+
+kube_ldflags() {
+  local v=$1 major minor
+  major=${v#v}; major=${major%%.*}
+  minor=${v#v*.}; minor=${minor%%.*}
+  local f=""
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    f+=" -X $p.gitVersion=$v -X $p.gitMajor=$major -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+    f+=" -X $p.buildDate=1970-01-01T00:00:00Z"
+  done
+  echo "-s -w$f"
+}
+
+build() { # tool -> path of cached binary
+  local tool=$1 v out dir pkg ldflags="-s -w" cgo=0
+  v=$(version_of "$tool")
+  out="$cache/tools/$tool-$v/$tool"
+  if [[ -x "$out" ]]; then echo "$out"; return; fi
+  mkdir -p "$(dirname "$out")"
+  case "$tool" in
+    etcd)
+      dir="$cache/src/etcd-$v"
+      prepare_module "$dir" "module capx.local/etcdtools" "go 1.26" "require go.etcd.io/etcd/server/v3 $v"
+      pkg=go.etcd.io/etcd/server/v3 ;;
+    kube-*|kubelet|kubectl)
+      dir=$(kube_module)
+      pkg=k8s.io/kubernetes/cmd/$tool
+      ldflags=$(kube_ldflags "$v") ;;
+    tofu)
+      dir="$cache/src/opentofu-$v"
+      if [[ ! -f "$dir/.ready" ]]; then
+        local gomod hcl
+        gomod=$(go mod download -json "github.com/opentofu/opentofu@$v" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+        hcl=$(grep -E '^replace github.com/hashicorp/hcl/v2|^\s*github.com/hashicorp/hcl/v2 =>' "$gomod" | sed 's/^replace //' | head -n1)
+        prepare_module "$dir" "module capx.local/tofutools" "go 1.26" "require github.com/opentofu/opentofu $v" \
+          ${hcl:+"replace $hcl"}
+      fi
+      pkg=github.com/opentofu/opentofu/cmd/tofu
+      ldflags="-s -w -X github.com/opentofu/opentofu/version.dev=no" ;;
+    clusterctl|capi-manager)
+      dir="$cache/src/cluster-api-$v"
+      prepare_module "$dir" "module capx.local/capitools" "go 1.26" "require sigs.k8s.io/cluster-api $v" \
+        "replace sigs.k8s.io/cluster-api/api => sigs.k8s.io/cluster-api/api $v"
+      ldflags="-s -w -X sigs.k8s.io/cluster-api/version.gitVersion=$v -X sigs.k8s.io/cluster-api/version.gitMajor=1"
+      ldflags+=" -X sigs.k8s.io/cluster-api/version.gitMinor=${v#v1.}"
+      if [[ $tool == clusterctl ]]; then pkg=sigs.k8s.io/cluster-api/cmd/clusterctl; else pkg=sigs.k8s.io/cluster-api/core; fi ;;
+    controller-gen)
+      dir="$cache/src/controller-tools-$v"
+      prepare_module "$dir" "module capx.local/cgtools" "go 1.26" "require sigs.k8s.io/controller-tools $v"
+      pkg=sigs.k8s.io/controller-tools/cmd/controller-gen ;;
+  esac
+  log "building $tool $v (first time on this machine; cached afterwards)"
+  local start=$SECONDS
+  (cd "$dir" && CGO_ENABLED=$cgo go build -mod=mod -trimpath -ldflags "$ldflags" -o "$out.tmp" "$pkg")
+  mv "$out.tmp" "$out"
+  log "built $tool $v in $((SECONDS - start))s"
+  echo "$out"
+}
+
+link() { # tool, cached path
+  ln -sfn "$2" "$bin/$1"
+  case "$1" in etcd|kube-apiserver|kube-controller-manager|kubectl) ln -sfn "$2" "$bin/envtest/$1" ;; esac
+}
+
+main() {
+  local tools=("$@")
+  if [[ ${#tools[@]} -eq 0 ]]; then tools=("${default_tools[@]}"); fi
+  if [[ ${tools[0]} == all ]]; then tools=("${all_tools[@]}"); fi
+  if [[ ${tools[0]} == kube ]]; then tools=("${kube_tools[@]}"); fi
+  local t p
+  for t in "${tools[@]}"; do
+    p=$(build "$t")
+    link "$t" "$p"
+  done
+  log "ready: ${tools[*]} (cache: $cache)"
+}
+
+main "$@"
