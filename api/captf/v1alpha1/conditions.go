@@ -1,0 +1,153 @@
+package v1alpha1
+
+// Condition types and reasons of the CAPTF kinds. They follow CAPI's v1beta2 conventions: Ready
+// summarises and is mirrored by CAPI into InfrastructureReady; waiting is Unknown, never False,
+// so a plan awaiting approval or a lease wait never makes an object un-ready.
+const (
+	// ReadyCondition summarises the object's other conditions.
+	ReadyCondition = "Ready"
+
+	// DependenciesReadyCondition is True once the owner objects, the cluster's exports and the
+	// variables the module needs are all available.
+	DependenciesReadyCondition = "DependenciesReady"
+	// DependenciesReadyReason: every input is available.
+	DependenciesReadyReason = "DependenciesReady"
+	// WaitingForOwnerReason: the CAPI owner (Cluster, Machine or MachinePool) is not set yet.
+	WaitingForOwnerReason = "WaitingForOwner"
+	// WaitingForClusterInfrastructureReason: the TerraformCluster is not provisioned yet.
+	WaitingForClusterInfrastructureReason = "WaitingForClusterInfrastructure"
+	// WaitingForBootstrapDataReason: the Machine's bootstrap Secret is not ready yet.
+	WaitingForBootstrapDataReason = "WaitingForBootstrapData"
+	// ClusterNotTerraformReason: the Cluster's infrastructure is not a TerraformCluster, so there
+	// are no exports; machines and pools then get {} as captf_cluster_outputs.
+	ClusterNotTerraformReason = "ClusterNotTerraform"
+	// VariablesSourceNotFoundReason: a variablesFrom source is missing or not opted in.
+	VariablesSourceNotFoundReason = "VariablesSourceNotFound"
+	// VariablesInvalidReason: a variable name is reserved or a value does not decode.
+	VariablesInvalidReason = "VariablesInvalid"
+	// CredentialsNotFoundReason: the credentials Secret does not exist.
+	CredentialsNotFoundReason = "CredentialsNotFound"
+
+	// ApplyJobSucceededCondition reports the newest apply (or destroy).
+	ApplyJobSucceededCondition = "ApplyJobSucceeded"
+	// ApplySucceededReason: the newest apply succeeded.
+	ApplySucceededReason = "ApplySucceeded"
+	// DestroySucceededReason: the destroy succeeded.
+	DestroySucceededReason = "DestroySucceeded"
+	// ApplyFailedReason: the newest apply failed; it is retried with backoff.
+	ApplyFailedReason = "ApplyFailed"
+	// DestroyFailedReason: the destroy failed; it is retried with backoff.
+	DestroyFailedReason = "DestroyFailed"
+	// JobDeadlineExceededReason: the Job ran past activeDeadlineSeconds.
+	JobDeadlineExceededReason = "JobDeadlineExceeded"
+	// InputsTooLargeReason: the rendered inputs exceed the Secret budget; nothing starts.
+	InputsTooLargeReason = "InputsTooLarge"
+	// QuotaExceededReason: a ResourceQuota refused the Job or its Secret.
+	QuotaExceededReason = "QuotaExceeded"
+	// JobPolicyInvalidReason: the jobs policy cannot produce a valid Job.
+	JobPolicyInvalidReason = "JobPolicyInvalid"
+	// DestructivePlanBlockedReason: the plan deletes or replaces resources and waits for an
+	// approved TerraformPlan.
+	DestructivePlanBlockedReason = "DestructivePlanBlocked"
+	// NoApplyYetReason: no apply has run yet.
+	NoApplyYetReason = "NoApplyYet"
+	// ApplyRunningReason: an apply Job is running.
+	ApplyRunningReason = "ApplyRunning"
+	// WaitingForRunLeaseReason: another Job of this object holds its run lease.
+	WaitingForRunLeaseReason = "WaitingForRunLease"
+	// WaitingForClusterOperationReason: the TerraformCluster is applying; machines and pools wait.
+	WaitingForClusterOperationReason = "WaitingForClusterOperation"
+	// WaitingForMachineOperationsReason: the cluster waits for running machine and pool Jobs.
+	WaitingForMachineOperationsReason = "WaitingForMachineOperations"
+	// WaitingForJobSlotReason: the manager-wide or per-cluster cap on active Jobs is reached.
+	WaitingForJobSlotReason = "WaitingForJobSlot"
+	// PlanAwaitingApprovalReason: a TerraformPlan waits for approval.
+	PlanAwaitingApprovalReason = "PlanAwaitingApproval"
+	// PlanChangedReason: the approved plan no longer matches; a new plan waits for approval.
+	PlanChangedReason = "PlanChanged"
+
+	// StateReadableCondition reports whether the backend's state Secrets can be read.
+	StateReadableCondition = "StateReadable"
+	// StateReadReason: the state was read.
+	StateReadReason = "StateRead"
+	// StateNotFoundReason: there is no state yet.
+	StateNotFoundReason = "StateNotFound"
+	// StateEncryptedReason: the state is encrypted (unsupported); nothing is backed up.
+	StateEncryptedReason = "StateEncrypted"
+	// StateCorruptReason: the state does not decode, is not version 4, or exceeds the bounds.
+	StateCorruptReason = "StateCorrupt"
+	// StateInconsistentReason: the state's chunks are missing, duplicated or foreign.
+	StateInconsistentReason = "StateInconsistent"
+	// StateLockedReason: the state is locked by a holder that is not one of our runs.
+	StateLockedReason = "StateLocked"
+	// RetainedStateFoundReason: state retained from an earlier object of the same name exists.
+	RetainedStateFoundReason = "RetainedStateFound"
+
+	// OutputsValidCondition reports whether the module's outputs satisfy the contract.
+	OutputsValidCondition = "OutputsValid"
+	// OutputsValidReason: the required outputs are present and valid.
+	OutputsValidReason = "OutputsValid"
+	// OutputsPendingReason: a required output is declared but still null.
+	OutputsPendingReason = "OutputsPending"
+	// OutputsMissingReason: a required output is not declared by the module.
+	OutputsMissingReason = "OutputsMissing"
+	// OutputsInvalidReason: an output has the wrong shape.
+	OutputsInvalidReason = "OutputsInvalid"
+	// ProviderIDChangedReason: the module reported a different provider_id after it was latched.
+	ProviderIDChangedReason = "ProviderIDChanged"
+
+	// InfrastructureHealthyCondition reports the module's health output.
+	InfrastructureHealthyCondition = "InfrastructureHealthy"
+	// HealthyReason: the module reports running and healthy.
+	HealthyReason = "Healthy"
+	// InstancePendingReason: the module reports pending.
+	InstancePendingReason = "InstancePending"
+	// InstanceUnhealthyReason: the module reports running but not healthy.
+	InstanceUnhealthyReason = "InstanceUnhealthy"
+	// InstanceDegradedReason: the module reports degraded.
+	InstanceDegradedReason = "InstanceDegraded"
+	// InstanceStoppedReason: the module reports stopped.
+	InstanceStoppedReason = "InstanceStopped"
+	// InstanceTerminatedReason: the module reports terminated.
+	InstanceTerminatedReason = "InstanceTerminated"
+	// HealthUnknownReason: no health output yet, or the module reports unknown.
+	HealthUnknownReason = "HealthUnknown"
+
+	// DriftDetectedCondition is True when the newest drift check found drift (negative polarity).
+	DriftDetectedCondition = "DriftDetected"
+	// NoDriftReason: the newest drift check found nothing.
+	NoDriftReason = "NoDrift"
+	// DriftReportedReason: drift was found and is reported only.
+	DriftReportedReason = "DriftReported"
+	// DriftRemediatingReason: drift was found and an apply undoes it.
+	DriftRemediatingReason = "DriftRemediating"
+	// DriftNotCheckedReason: no drift check ran yet.
+	DriftNotCheckedReason = "DriftNotChecked"
+
+	// RestoreJobSucceededCondition reports the newest requested restore.
+	RestoreJobSucceededCondition = "RestoreJobSucceeded"
+	// StateRestoredReason: the backup was pushed back.
+	StateRestoredReason = "StateRestored"
+	// RestoreFailedReason: the restore failed; it is not retried for the same serial.
+	RestoreFailedReason = "RestoreFailed"
+	// RestoreBackupNotFoundReason: no complete backup of the requested serial exists.
+	RestoreBackupNotFoundReason = "RestoreBackupNotFound"
+
+	// DeletionBlockedCondition is True while a TerraformCluster waits for its machines and
+	// pools to be destroyed (negative polarity).
+	DeletionBlockedCondition = "DeletionBlocked"
+	// DependentsExistReason: machines or pools of the cluster still exist.
+	DependentsExistReason = "DependentsExist"
+	// NotBlockedReason: nothing blocks the deletion.
+	NotBlockedReason = "NotBlocked"
+
+	// EndpointAvailableCondition reports whether the cluster has a control-plane endpoint.
+	EndpointAvailableCondition = "EndpointAvailable"
+	// EndpointAvailableReason: the endpoint is set.
+	EndpointAvailableReason = "EndpointAvailable"
+	// WaitingForEndpointReason: neither the user nor the module set an endpoint yet.
+	WaitingForEndpointReason = "WaitingForEndpoint"
+
+	// ApprovedCondition on a TerraformPlan says whether it is approved.
+	ApprovedCondition = "Approved"
+)

@@ -1,0 +1,48 @@
+package v1alpha1
+
+// Labels and annotations CAPTF reads or writes. They are API: scripts, the kubectl plugin and
+// clusterctl move depend on them.
+const (
+	// ManagedLabel marks every Secret, Job and Lease the manager creates; the manager's cache
+	// holds only objects with this label.
+	ManagedLabel = "captf.io/managed"
+	// OwnerKindLabel names the kind of the CAPTF object a managed object belongs to.
+	OwnerKindLabel = "captf.infrastructure.cluster.x-k8s.io/owner-kind"
+	// OwnerNameLabel names the CAPTF object a managed object belongs to (hashed above 63 chars).
+	OwnerNameLabel = "captf.infrastructure.cluster.x-k8s.io/owner-name"
+	// OperationLabel on a Job names its operation.
+	OperationLabel = "captf.infrastructure.cluster.x-k8s.io/op"
+	// VariablesLabel opts a ConfigMap or Secret in as a variablesFrom source.
+	VariablesLabel = "captf.io/variables"
+	// RunnerLabel opts a ServiceAccount in as a custom runner account.
+	RunnerLabel = "captf.io/runner"
+	// StateBackupLabel marks a state backup Secret.
+	StateBackupLabel = "captf.io/state-backup"
+	// StateBackupSuffixLabel names the state suffix a backup belongs to.
+	StateBackupSuffixLabel = "captf.io/state-backup-suffix"
+	// RetainedFromUIDLabel marks state kept by deletionPolicy Retain.
+	RetainedFromUIDLabel = "captf.io/retained-from-uid"
+	// LeaseLabel marks a run or cluster lease.
+	LeaseLabel = "captf.io/lease"
+	// PlanPhaseLabel mirrors a TerraformPlan's phase (it survives clusterctl move, status does not).
+	PlanPhaseLabel = "captf.io/plan-phase"
+	// DestructiveLabel marks a TerraformPlan that deletes or replaces resources.
+	DestructiveLabel = "captf.io/destructive"
+
+	// InputsHashAnnotation records the inputs hash of an applied state (on the base state Secret,
+	// on backups and on Jobs).
+	InputsHashAnnotation = "captf.io/inputs-hash"
+	// AppliedAnnotation on the durable inputs Secret is the "ever applied" marker that survives
+	// clusterctl move.
+	AppliedAnnotation = "captf.io/applied"
+	// RestoreStateAnnotation requests a restore of the named backup serial.
+	RestoreStateAnnotation = "captf.io/restore-state"
+	// EndpointSourceAnnotation records whether the endpoint came from the user or the module.
+	EndpointSourceAnnotation = "captf.io/endpoint-source"
+	// BookkeptAnnotation marks a finished Job whose result was recorded.
+	BookkeptAnnotation = "captf.io/bookkept"
+	// PlanAnnotation on an apply Job names the approved TerraformPlan it applies.
+	PlanAnnotation = "captf.io/plan"
+	// PlanHashAnnotation records a plan hash (on Jobs).
+	PlanHashAnnotation = "captf.io/plan-hash"
+)

@@ -1,0 +1,87 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+)
+
+// VCOClusterTemplateSpec holds the template a ClusterClass clones VCOClusters from.
+type VCOClusterTemplateSpec struct {
+	// template is cloned into each new VCOCluster.
+	// +kubebuilder:validation:XValidation:rule="self.spec == oldSelf.spec",message="template.spec is immutable: create a new template and point the ClusterClass at it"
+	Template VCOClusterTemplateResource `json:"template"`
+}
+
+// VCOClusterTemplateResource is the cloned part of a VCOClusterTemplate.
+type VCOClusterTemplateResource struct {
+	// metadata is merged into the clone's metadata.
+	// +optional
+	ObjectMeta clusterv1.ObjectMeta `json:"metadata,omitempty,omitzero"`
+	// spec of the clone.
+	Spec VCOClusterSpec `json:"spec"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=vcoclustertemplates,scope=Namespaced,categories=cluster-api;capvco
+// +kubebuilder:storageversion
+
+// VCOClusterTemplate is a template for VCOClusters.
+type VCOClusterTemplate struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec VCOClusterTemplateSpec `json:"spec,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// VCOClusterTemplateList is a list of VCOClusterTemplates.
+type VCOClusterTemplateList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []VCOClusterTemplate `json:"items"`
+}
+
+// VCOMachineTemplateSpec holds the template VCOMachines are cloned from.
+type VCOMachineTemplateSpec struct {
+	// template is cloned into each new VCOMachine.
+	// +kubebuilder:validation:XValidation:rule="self.spec == oldSelf.spec",message="template.spec is immutable: create a new template and roll out to it"
+	Template VCOMachineTemplateResource `json:"template"`
+}
+
+// VCOMachineTemplateResource is the cloned part of a VCOMachineTemplate.
+type VCOMachineTemplateResource struct {
+	// metadata is merged into the clone's metadata.
+	// +optional
+	ObjectMeta clusterv1.ObjectMeta `json:"metadata,omitempty,omitzero"`
+	// spec of the clone.
+	Spec VCOMachineSpec `json:"spec"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=vcomachinetemplates,scope=Namespaced,categories=cluster-api;capvco
+// +kubebuilder:storageversion
+
+// VCOMachineTemplate is a template for VCOMachines.
+type VCOMachineTemplate struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec VCOMachineTemplateSpec `json:"spec,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// VCOMachineTemplateList is a list of VCOMachineTemplates.
+type VCOMachineTemplateList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []VCOMachineTemplate `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(
+		&VCOClusterTemplate{}, &VCOClusterTemplateList{},
+		&VCOMachineTemplate{}, &VCOMachineTemplateList{},
+	)
+}

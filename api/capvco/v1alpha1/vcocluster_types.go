@@ -1,0 +1,305 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+)
+
+// VCOClusterFinalizer keeps a VCOCluster until its cloudspaces and reservations are gone.
+const VCOClusterFinalizer = "vcocluster.infrastructure.cluster.x-k8s.io"
+
+// VCOClusterSpec is the desired whitesky.cloud infrastructure of a workload cluster.
+// +kubebuilder:validation:XValidation:rule="self.location == oldSelf.location",message="location is immutable: the cluster's cloudspace lives there"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.controlPlaneEndpoint) || !has(oldSelf.controlPlaneEndpoint.host) || (has(self.controlPlaneEndpoint) && self.controlPlaneEndpoint == oldSelf.controlPlaneEndpoint)",message="controlPlaneEndpoint cannot change once set: machines and kubeconfigs already point at it"
+type VCOClusterSpec struct {
+	// controlPlaneEndpoint is where the workload cluster's API server is reached. Leave it empty
+	// and the controller sets it to the control-plane load balancer (or the DNS name).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="has(self.host) == has(self.port)",message="set host and port together"
+	ControlPlaneEndpoint clusterv1.APIEndpoint `json:"controlPlaneEndpoint,omitempty,omitzero"`
+
+	// credentialsRef names the Secret, in the VCOCluster's namespace, with the whitesky.cloud
+	// credential: keys url (API base, e.g. https://try.whitesky.cloud/api/1), customer, and
+	// either jwt or clientID and clientSecret. Scope it to what the cluster needs.
+	// +required
+	CredentialsRef corev1.LocalObjectReference `json:"credentialsRef"`
+
+	// location is the whitesky.cloud location of the primary site, e.g. nl-rmd-dc01-001.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Location string `json:"location"`
+
+	// cloudspace shapes the cloudspace of every site.
+	// +optional
+	Cloudspace CloudspaceSpec `json:"cloudspace,omitempty,omitzero"`
+
+	// controlPlaneLoadBalancer puts the API servers behind the platform's L4 load balancer.
+	// +optional
+	ControlPlaneLoadBalancer LoadBalancerSpec `json:"controlPlaneLoadBalancer,omitempty,omitzero"`
+
+	// dns publishes the control-plane endpoint under a DNS name. The platform fixes the TTL at
+	// 3600 s, so failing over to another site's address can take up to an hour for clients.
+	// +optional
+	DNS *DNSSpec `json:"dns,omitempty"`
+
+	// geo spreads the cluster over sites in one or more locations, one cloudspace per site,
+	// meshed with connected cloudspaces.
+	// +optional
+	Geo *GeoSpec `json:"geo,omitempty"`
+
+	// sriov enables the SR-IOV add-on.
+	// +optional
+	SRIOV *SRIOVSpec `json:"sriov,omitempty"`
+
+	// registry configures the cluster's image registry certificate.
+	// +optional
+	Registry *RegistrySpec `json:"registry,omitempty"`
+
+	// encryption configures volume encryption.
+	// +optional
+	Encryption *EncryptionSpec `json:"encryption,omitempty"`
+}
+
+// CloudspaceSpec shapes a cloudspace.
+// +kubebuilder:validation:XValidation:rule="!has(self.private) || !self.private",message="private cloudspaces are not supported yet: the control-plane endpoint needs a public address the management cluster can reach; use a normal cloudspace with no workload egress for air-gapped clusters"
+type CloudspaceSpec struct {
+	// private asks for a cloudspace with no external network. Not supported yet.
+	// +optional
+	Private *bool `json:"private,omitempty"`
+
+	// externalNetworkID picks the external network; unset uses the location's default.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="externalNetworkID is immutable"
+	ExternalNetworkID *int64 `json:"externalNetworkID,omitempty"`
+
+	// privateNetwork is the cloudspace's private CIDR (default 192.168.103.0/24). Geo sites
+	// need distinct ones.
+	// +optional
+	// +kubebuilder:validation:MaxLength=43
+	// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="privateNetwork must be a CIDR such as 192.168.103.0/24"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="privateNetwork is immutable"
+	PrivateNetwork string `json:"privateNetwork,omitempty"`
+}
+
+// LoadBalancerSpec configures the control-plane load balancer.
+type LoadBalancerSpec struct {
+	// port the load balancer listens on (default 6443).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port,omitempty"`
+
+	// healthCheckIntervalSeconds is how often the controller checks each API server and
+	// updates the server pool: the platform's load balancer has no health checks of its own.
+	// +optional
+	// +kubebuilder:validation:Minimum=5
+	// +kubebuilder:validation:Maximum=3600
+	HealthCheckIntervalSeconds int32 `json:"healthCheckIntervalSeconds,omitempty"`
+}
+
+// DNSSpec publishes the control-plane endpoint in DNS.
+type DNSSpec struct {
+	// name is the fully qualified name of the A record, e.g. api.prod.example.com.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)+[a-z]{2,63}\.?$`
+	Name string `json:"name"`
+}
+
+// GeoSpec spreads a cluster over several sites.
+// +kubebuilder:validation:XValidation:rule="self.sites.all(s, self.sites.exists_one(o, o.name == s.name))",message="site names must be unique"
+type GeoSpec struct {
+	// sites of the cluster besides the primary one (which is spec.location). Each becomes a
+	// failure domain with its own cloudspace.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	Sites []GeoSite `json:"sites"`
+
+	// locationImages maps each location to the VM image id there: images are per location and
+	// not portable, so every site's location needs its own.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	LocationImages map[string]int64 `json:"locationImages,omitempty"`
+
+	// imagePublishCredentialSecretRef names an operator credential used to publish images to
+	// other locations (a customer credential gets 403 there).
+	// +optional
+	ImagePublishCredentialSecretRef *corev1.LocalObjectReference `json:"imagePublishCredentialSecretRef,omitempty"`
+}
+
+// GeoSite is one site of a geo cluster.
+type GeoSite struct {
+	// name of the site; also its failure domain name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// location of the site.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Location string `json:"location"`
+	// privateNetwork of the site's cloudspace; must not overlap other sites'.
+	// +optional
+	// +kubebuilder:validation:MaxLength=43
+	// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="privateNetwork must be a CIDR such as 192.168.104.0/24"
+	PrivateNetwork string `json:"privateNetwork,omitempty"`
+}
+
+// SRIOVSpec enables the SR-IOV add-on.
+// +kubebuilder:validation:XValidation:rule="!self.enabled || has(self.credentialSecretRef)",message="sriov.credentialSecretRef is required when SR-IOV is enabled; it is never defaulted to the cluster credential, which would put customer-wide access on every worker. Use a credential scoped to this cluster's cloudspaces"
+type SRIOVSpec struct {
+	// enabled turns the add-on on.
+	Enabled bool `json:"enabled"`
+	// credentialSecretRef names the credential the SR-IOV agent uses on every worker. It is
+	// readable from the nodes, so scope it to the cluster's cloudspaces.
+	// +optional
+	CredentialSecretRef *corev1.LocalObjectReference `json:"credentialSecretRef,omitempty"`
+}
+
+// RegistrySpec configures the registry certificate.
+type RegistrySpec struct {
+	// certCredentialSecretRef names an operator credential for the SSL-certificate store
+	// (a customer credential gets 403 there).
+	// +optional
+	CertCredentialSecretRef *corev1.LocalObjectReference `json:"certCredentialSecretRef,omitempty"`
+}
+
+// EncryptionSpec configures volume encryption.
+// +kubebuilder:validation:XValidation:rule="self.vaultMode != 'managed'",message="vaultMode managed is not supported yet: use none, or external with your own vault"
+// +kubebuilder:validation:XValidation:rule="self.vaultMode != 'external' || has(self.vaultAddress)",message="vaultAddress is required when vaultMode is external"
+type EncryptionSpec struct {
+	// vaultMode: none, external (your vault at vaultAddress) or managed (not supported yet).
+	// +kubebuilder:validation:Enum=none;external;managed
+	VaultMode string `json:"vaultMode"`
+	// vaultAddress of the external vault.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	VaultAddress string `json:"vaultAddress,omitempty"`
+}
+
+// VCOClusterStatus is the observed state of a VCOCluster.
+type VCOClusterStatus struct {
+	// conditions: Ready summarises the rest.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=32
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// initialization is the CAPI contract's provisioning signal.
+	// +optional
+	Initialization InitializationStatus `json:"initialization,omitempty,omitzero"`
+
+	// failureDomains are the cluster's sites.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	FailureDomains []clusterv1.FailureDomain `json:"failureDomains,omitempty"`
+
+	// cloudspaces of the cluster, one per site.
+	// +optional
+	// +listType=map
+	// +listMapKey=site
+	// +kubebuilder:validation:MaxItems=16
+	Cloudspaces []CloudspaceStatus `json:"cloudspaces,omitempty"`
+
+	// loadBalancer of the control plane.
+	// +optional
+	LoadBalancer *LoadBalancerStatus `json:"loadBalancer,omitempty"`
+
+	// observedGeneration is the generation the status was computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// CloudspaceStatus is one site's cloudspace.
+type CloudspaceStatus struct {
+	// site the cloudspace serves.
+	Site string `json:"site"`
+	// location of the cloudspace.
+	Location string `json:"location"`
+	// id of the cloudspace.
+	// +optional
+	ID string `json:"id,omitempty"`
+	// name of the cloudspace (deterministic from namespace, cluster and site).
+	Name string `json:"name"`
+	// externalIP of the cloudspace.
+	// +optional
+	ExternalIP string `json:"externalIP,omitempty"`
+	// adopted is true when the cloudspace existed already and was taken over by name (after a
+	// clusterctl move, status is dropped and found again this way).
+	// +optional
+	Adopted bool `json:"adopted,omitempty"`
+}
+
+// LoadBalancerStatus is the control-plane load balancer.
+type LoadBalancerStatus struct {
+	// id of the load balancer.
+	ID string `json:"id"`
+	// serverPoolID of its backend pool.
+	// +optional
+	ServerPoolID string `json:"serverPoolID,omitempty"`
+	// address it listens on.
+	// +optional
+	Address string `json:"address,omitempty"`
+	// members currently in the server pool (healthy API servers).
+	// +optional
+	// +listType=atomic
+	Members []string `json:"members,omitempty"`
+}
+
+// InitializationStatus reports the CAPI contract's initialization.
+// +kubebuilder:validation:MinProperties=1
+type InitializationStatus struct {
+	// provisioned is true once the infrastructure exists. It never goes back to false.
+	// +optional
+	Provisioned *bool `json:"provisioned,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=vcoclusters,scope=Namespaced,categories=cluster-api;capvco,shortName=vcoc
+// +kubebuilder:subresource:status
+// +kubebuilder:storageversion
+// +kubebuilder:printcolumn:name="Cluster",type="string",JSONPath=".metadata.labels['cluster\\.x-k8s\\.io/cluster-name']",description="Cluster"
+// +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
+// +kubebuilder:printcolumn:name="Provisioned",type="boolean",JSONPath=".status.initialization.provisioned"
+// +kubebuilder:printcolumn:name="Location",type="string",JSONPath=".spec.location"
+// +kubebuilder:printcolumn:name="Endpoint",type="string",JSONPath=".spec.controlPlaneEndpoint.host"
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+
+// VCOCluster is the InfraCluster of CAPVCO: one cloudspace per site, the control-plane load
+// balancer, DNS and the geo mesh.
+type VCOCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   VCOClusterSpec   `json:"spec,omitempty"`
+	Status VCOClusterStatus `json:"status,omitempty"`
+}
+
+// GetConditions returns the conditions (CAPI's conditions.Getter).
+func (c *VCOCluster) GetConditions() []metav1.Condition { return c.Status.Conditions }
+
+// SetConditions sets the conditions (CAPI's conditions.Setter).
+func (c *VCOCluster) SetConditions(conds []metav1.Condition) { c.Status.Conditions = conds }
+
+// +kubebuilder:object:root=true
+
+// VCOClusterList is a list of VCOClusters.
+type VCOClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []VCOCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&VCOCluster{}, &VCOClusterList{})
+}
