@@ -12,6 +12,7 @@ var (
 	opCreateGroup   = post("CreateAntiAffinityGroup", pathGroups)
 	opGetGroup      = get("GetAntiAffinityGroup", pathGroup)
 	opDeleteGroup   = del("DeleteAntiAffinityGroup", pathGroup)
+	opUpdateGroup   = put("UpdateAntiAffinityGroup", pathGroup)
 	opListGroupVMs  = get("ListAntiAffinityGroupVMs", pathGroup+"/vms")
 	opAddGroupVM    = post("AddAntiAffinityGroupVM", pathGroup+"/vms")
 	opRemoveGroupVM = del("RemoveAntiAffinityGroupVM", pathGroup+"/vms/{vm_id}")
@@ -49,6 +50,11 @@ func (c *Client) GetAntiAffinityGroup(ctx context.Context, cloudspaceID, id stri
 	var out AntiAffinityGroup
 	err := c.do(ctx, opGetGroup, call{path: args(cloudspaceID, id)}, &out)
 	return out, err
+}
+
+// UpdateAntiAffinityGroup changes a group's spread.
+func (c *Client) UpdateAntiAffinityGroup(ctx context.Context, cloudspaceID, id string, spread int) error {
+	return c.do(ctx, opUpdateGroup, call{path: args(cloudspaceID, id), query: query{}.must("spread", spread).values()}, nil)
 }
 
 // DeleteAntiAffinityGroup deletes a group.

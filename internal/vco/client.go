@@ -153,17 +153,29 @@ type op struct {
 	idempotent bool
 }
 
-func get(name, path string) op {
-	return op{name: name, method: http.MethodGet, path: path, idempotent: true}
+// operations lists every op the client can call, for the conformance test.
+var operations []op
+
+func register(o op) op {
+	operations = append(operations, o)
+	return o
 }
-func post(name, path string) op { return op{name: name, method: http.MethodPost, path: path} }
+
+func get(name, path string) op {
+	return register(op{name: name, method: http.MethodGet, path: path, idempotent: true})
+}
+func post(name, path string) op { return register(op{name: name, method: http.MethodPost, path: path}) }
 func put(name, path string) op {
-	return op{name: name, method: http.MethodPut, path: path, idempotent: true}
+	return register(op{name: name, method: http.MethodPut, path: path, idempotent: true})
 }
 func del(name, path string) op {
-	return op{name: name, method: http.MethodDelete, path: path, idempotent: true}
+	return register(op{name: name, method: http.MethodDelete, path: path, idempotent: true})
 }
-func (o op) retrySafe() op { o.idempotent = true; return o }
+
+// postIdempotent is a POST that is safe to repeat (e.g. start a VM).
+func postIdempotent(name, path string) op {
+	return register(op{name: name, method: http.MethodPost, path: path, idempotent: true})
+}
 
 // expand fills a path template: {customer_id} with the client's customer, the other
 // parameters in order.

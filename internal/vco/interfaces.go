@@ -140,6 +140,7 @@ type AntiAffinityGroups interface {
 	ListAntiAffinityGroups(ctx context.Context, cloudspaceID string) ([]AntiAffinityGroup, error)
 	CreateAntiAffinityGroup(ctx context.Context, cloudspaceID, id string, spread int) error
 	GetAntiAffinityGroup(ctx context.Context, cloudspaceID, id string) (AntiAffinityGroup, error)
+	UpdateAntiAffinityGroup(ctx context.Context, cloudspaceID, id string, spread int) error
 	DeleteAntiAffinityGroup(ctx context.Context, cloudspaceID, id string) error
 	ListAntiAffinityGroupVMs(ctx context.Context, cloudspaceID, id string) ([]GroupVM, error)
 	AddAntiAffinityGroupVM(ctx context.Context, cloudspaceID, id string, vmID int) error

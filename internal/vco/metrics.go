@@ -28,14 +28,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"operation"}),
 	}
 	if reg != nil {
-		m.requests = register(reg, m.requests)
-		m.duration = register(reg, m.duration)
+		m.requests = registerCollector(reg, m.requests)
+		m.duration = registerCollector(reg, m.duration)
 	}
 	return m
 }
 
 // register tolerates a second client on the same registry by reusing the collector.
-func register[T prometheus.Collector](reg prometheus.Registerer, c T) T {
+func registerCollector[T prometheus.Collector](reg prometheus.Registerer, c T) T {
 	if err := reg.Register(c); err != nil {
 		var are prometheus.AlreadyRegisteredError
 		if errors.As(err, &are) {

@@ -18,8 +18,8 @@ var (
 	opGetVM    = get("GetVM", pathVM)
 	opDeleteVM = del("DeleteVM", pathVM)
 	// Starting a running VM and stopping a halted one are no-ops, so both are safe to retry.
-	opStartVM = post("StartVM", pathVM+"/start").retrySafe()
-	opStopVM  = post("StopVM", pathVM+"/stop").retrySafe()
+	opStartVM = postIdempotent("StartVM", pathVM+"/start")
+	opStopVM  = postIdempotent("StopVM", pathVM+"/stop")
 )
 
 // VM is a virtual machine. List answers fill fewer fields than GetVM.

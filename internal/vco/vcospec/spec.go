@@ -51,7 +51,7 @@ type Param struct {
 // Schema is the subset of a Swagger schema object the checks need.
 type Schema struct {
 	Ref                  string             `json:"$ref"`
-	Type                 string             `json:"type"`
+	Type                 typeList           `json:"type"`
 	Format               string             `json:"format"`
 	Properties           map[string]*Schema `json:"properties"`
 	Required             []string           `json:"required"`
@@ -59,6 +59,23 @@ type Schema struct {
 	AllOf                []*Schema          `json:"allOf"`
 	AdditionalProperties json.RawMessage    `json:"additionalProperties"`
 	Enum                 []any              `json:"enum"`
+}
+
+// typeList is a schema type: one name, or (in one model of this swagger) a list of names.
+type typeList []string
+
+func (t *typeList) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*t = typeList{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return err
+	}
+	*t = many
+	return nil
 }
 
 type template struct {
@@ -207,7 +224,7 @@ func (s *Spec) resolve(sch *Schema) *Schema {
 			continue
 		}
 		if len(sch.AllOf) > 0 {
-			merged := &Schema{Type: "object", Properties: map[string]*Schema{}}
+			merged := &Schema{Type: typeList{"object"}, Properties: map[string]*Schema{}}
 			for _, part := range sch.AllOf {
 				p := s.resolve(part)
 				if p == nil {
@@ -261,7 +278,24 @@ func (s *Spec) checkValue(op, where string, sch *Schema, v any, strict bool, out
 	add := func(kind, detail string) {
 		*out = append(*out, Violation{Op: op, Where: where, Kind: kind, Detail: detail})
 	}
-	typ := sch.Type
+	if len(sch.Type) > 1 {
+		// Any of several types: the value conforms when one of them accepts it.
+		for _, t := range sch.Type {
+			alt := *sch
+			alt.Type = typeList{t}
+			var probe []Violation
+			s.checkValue(op, where, &alt, v, strict, &probe)
+			if len(probe) == 0 {
+				return
+			}
+		}
+		add(KindType, fmt.Sprintf("want one of %v, got %s", []string(sch.Type), jsonKind(v)))
+		return
+	}
+	typ := ""
+	if len(sch.Type) == 1 {
+		typ = sch.Type[0]
+	}
 	if typ == "" && sch.Properties != nil {
 		typ = "object"
 	}
