@@ -31,7 +31,7 @@ func Cluster(ns, name, infraKind, infraName string) *clusterv1.Cluster {
 }
 
 // Machine returns a CAPI Machine of a cluster whose infrastructure is the given kind and name,
-// with bootstrap data in the named Secret (empty: not ready yet).
+// with bootstrap data in the named Secret (empty: a bootstrap config that is not ready yet).
 func Machine(ns, name, cluster, infraKind, infraName, bootstrapSecret string) *clusterv1.Machine {
 	m := &clusterv1.Machine{
 		ObjectMeta: metav1.ObjectMeta{
@@ -45,9 +45,7 @@ func Machine(ns, name, cluster, infraKind, infraName, bootstrapSecret string) *c
 			},
 		},
 	}
-	if bootstrapSecret != "" {
-		m.Spec.Bootstrap.DataSecretName = ptr.To(bootstrapSecret)
-	}
+	m.Spec.Bootstrap = bootstrap(name, bootstrapSecret)
 	return m
 }
 
@@ -71,10 +69,17 @@ func MachinePool(ns, name, cluster, infraKind, infraName, bootstrapSecret string
 			},
 		},
 	}
-	if bootstrapSecret != "" {
-		p.Spec.Template.Spec.Bootstrap.DataSecretName = ptr.To(bootstrapSecret)
-	}
+	p.Spec.Template.Spec.Bootstrap = bootstrap(name, bootstrapSecret)
 	return p
+}
+
+func bootstrap(name, secret string) clusterv1.Bootstrap {
+	if secret != "" {
+		return clusterv1.Bootstrap{DataSecretName: ptr.To(secret)}
+	}
+	return clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
+		APIGroup: "bootstrap.cluster.x-k8s.io", Kind: "KubeadmConfig", Name: name,
+	}}
 }
 
 // BootstrapSecret returns a bootstrap data Secret as CAPI bootstrap providers write it.

@@ -1,0 +1,135 @@
+package manager
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// Providers the manager can run.
+const (
+	ProviderCAPTF  = "captf"
+	ProviderCAPVCO = "capvco"
+)
+
+// Options are the manager's settings. Every flag can also come from the environment
+// (CAPX_<FLAG_NAME>, e.g. CAPX_WATCH_FILTER) or from a YAML file given with --config.
+type Options struct {
+	Providers   []string
+	Kubeconfig  string
+	Namespace   string
+	WatchFilter string
+	SyncPeriod  time.Duration
+
+	LeaderElect              bool
+	LeaderElectionID         string
+	LeaderElectionNamespace  string
+	LeaderElectLeaseDuration time.Duration
+	LeaderElectRenewDeadline time.Duration
+	LeaderElectRetryPeriod   time.Duration
+
+	HealthAddr  string
+	MetricsAddr string
+
+	Concurrency map[string]int
+}
+
+// concurrencyKinds are the kinds with a --<kind>-concurrency flag.
+var concurrencyKinds = []string{
+	"terraformcluster", "terraformmachine", "terraformmachinepool", "vcocluster", "vcomachine",
+}
+
+// AddFlags registers the flags.
+func AddFlags(fs *pflag.FlagSet) {
+	fs.StringSlice("providers", []string{ProviderCAPTF, ProviderCAPVCO}, "Providers to run: captf, capvco or both.")
+	fs.String("kubeconfig", "", "Kubeconfig of the management cluster (default: in-cluster config, then $KUBECONFIG).")
+	fs.String("namespace", "", "Watch only this namespace (default: all namespaces).")
+	fs.String("watch-filter", "", "Reconcile only objects labelled cluster.x-k8s.io/watch-filter=<value>.")
+	fs.Duration("sync-period", 10*time.Minute, "Minimum interval at which every watched object is reconciled again.")
+	fs.Bool("leader-elect", false, "Elect a leader so only one replica reconciles.")
+	fs.String("leader-elect-id", "", "Name of the leader-election Lease (default: derived from --providers, --namespace and --watch-filter, so managers scoped differently never contend).")
+	fs.String("leader-elect-namespace", "", "Namespace of the leader-election Lease (default: the manager's own namespace).")
+	fs.Duration("leader-elect-lease-duration", 15*time.Second, "Leader-election lease duration.")
+	fs.Duration("leader-elect-renew-deadline", 10*time.Second, "Leader-election renew deadline.")
+	fs.Duration("leader-elect-retry-period", 2*time.Second, "Leader-election retry period.")
+	fs.String("health-addr", ":9440", "Address of the /healthz and /readyz probes.")
+	fs.String("metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; 0 disables it.")
+	for _, k := range concurrencyKinds {
+		fs.Int(k+"-concurrency", 10, fmt.Sprintf("Concurrent reconciles of %s objects (caps reconciles, not Jobs).", k))
+	}
+}
+
+// Load reads the options from viper (flags, environment, config file) and validates them; every
+// problem is reported at once.
+func Load(v *viper.Viper) (*Options, error) {
+	o := &Options{
+		Providers:                v.GetStringSlice("providers"),
+		Kubeconfig:               v.GetString("kubeconfig"),
+		Namespace:                v.GetString("namespace"),
+		WatchFilter:              v.GetString("watch-filter"),
+		SyncPeriod:               v.GetDuration("sync-period"),
+		LeaderElect:              v.GetBool("leader-elect"),
+		LeaderElectionID:         v.GetString("leader-elect-id"),
+		LeaderElectionNamespace:  v.GetString("leader-elect-namespace"),
+		LeaderElectLeaseDuration: v.GetDuration("leader-elect-lease-duration"),
+		LeaderElectRenewDeadline: v.GetDuration("leader-elect-renew-deadline"),
+		LeaderElectRetryPeriod:   v.GetDuration("leader-elect-retry-period"),
+		HealthAddr:               v.GetString("health-addr"),
+		MetricsAddr:              v.GetString("metrics-bind-address"),
+		Concurrency:              map[string]int{},
+	}
+	for _, k := range concurrencyKinds {
+		o.Concurrency[k] = v.GetInt(k + "-concurrency")
+	}
+	// A comma-separated environment value arrives as one element.
+	if len(o.Providers) == 1 && strings.Contains(o.Providers[0], ",") {
+		o.Providers = strings.Split(o.Providers[0], ",")
+	}
+	if o.LeaderElectionID == "" {
+		o.LeaderElectionID = defaultLeaderElectionID(o)
+	}
+	return o, o.validate()
+}
+
+func (o *Options) validate() error {
+	var errs []error
+	if len(o.Providers) == 0 {
+		errs = append(errs, errors.New("--providers: name at least one of captf, capvco"))
+	}
+	for _, p := range o.Providers {
+		if p != ProviderCAPTF && p != ProviderCAPVCO {
+			errs = append(errs, fmt.Errorf("--providers: unknown provider %q (known: captf, capvco)", p))
+		}
+	}
+	if o.SyncPeriod <= 0 {
+		errs = append(errs, errors.New("--sync-period must be positive"))
+	}
+	if o.LeaderElectRenewDeadline >= o.LeaderElectLeaseDuration {
+		errs = append(errs, errors.New("--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration"))
+	}
+	for _, k := range concurrencyKinds {
+		if o.Concurrency[k] < 1 {
+			errs = append(errs, fmt.Errorf("--%s-concurrency must be at least 1", k))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Runs reports whether a provider is enabled.
+func (o *Options) Runs(provider string) bool { return slices.Contains(o.Providers, provider) }
+
+// defaultLeaderElectionID derives the Lease name from what the manager watches, so two managers
+// scoped to different namespaces or watch filters each lead their own scope.
+func defaultLeaderElectionID(o *Options) string {
+	p := slices.Clone(o.Providers)
+	slices.Sort(p)
+	sum := sha256.Sum256([]byte(strings.Join(p, ",") + "|" + o.Namespace + "|" + o.WatchFilter))
+	return "capx-manager-" + hex.EncodeToString(sum[:])[:10]
+}
