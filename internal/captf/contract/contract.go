@@ -38,6 +38,33 @@ const (
 	TerminationLog = "/dev/termination-log"
 )
 
+// Layout of a Job the runner relies on (added for the runner).
+const (
+	// RootDirName is the folder under WorkDir that receives the generated root module.
+	RootDirName = "root"
+	// ModuleSource is the generated root module's source for module "role": from
+	// WorkDir/root it reaches ModuleDir, so the module must sit at WorkDir/../module.
+	ModuleSource = "../../module"
+	// RestoreDir is the folder under ConfigDir where a restore Job projects the backup's state
+	// chunks as files "0", "1", ... (each the chunk Secret's gzip "tfstate" bytes; the chunks
+	// concatenated in index order are one gzip stream of the state JSON).
+	RestoreDir = "restore"
+	// PlanKeyFile is the plan key inside PlanKeyDir.
+	PlanKeyFile = PlanKeyDir + "/key"
+	// BackendType is the only state backend the generated root module configures.
+	BackendType = "kubernetes"
+)
+
+// Operations a CAPTF Job performs; one Job runs one (added for the runner).
+const (
+	OpPlan    = "plan"
+	OpApply   = "apply"
+	OpDestroy = "destroy"
+	OpRefresh = "refresh"
+	OpDrift   = "drift"
+	OpRestore = "restore"
+)
+
 // Files in ConfigDir and in the durable inputs Secret.
 const (
 	// RootModuleFile is the generated root module.

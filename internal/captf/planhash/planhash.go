@@ -1,0 +1,180 @@
+// Package planhash fingerprints, classifies and summarises OpenTofu/Terraform plans (the
+// `show -json` document). An approval names a fingerprint; the approved apply re-plans and
+// applies only when the new plan has the same fingerprint, so the fingerprint must change with
+// every change in what the plan does and with nothing else. Everything here is a pure function
+// of the plan (and the plan key).
+package planhash
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	tfjson "github.com/hashicorp/terraform-json"
+)
+
+// Prefix marks the fingerprint scheme; a hash with another prefix is never accepted.
+const Prefix = "p2:"
+
+// Empty is the fingerprint of a plan without changes: sha256 of the empty string.
+const Empty = Prefix + "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+// Parse decodes `show -json` output of a plan, keeping numbers verbatim (json.Number) so large
+// integers hash exactly.
+func Parse(b []byte) (*tfjson.Plan, error) {
+	var p tfjson.Plan
+	p.UseJSONNumber(true)
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("planhash: parse plan JSON: %w", err)
+	}
+	return &p, nil
+}
+
+// Fingerprint returns the keyed plan fingerprint:
+//
+//	p2: + hex(sha256(sorted lines joined by "\n"))
+//
+// with one line per resource change that is not a no-op (or is a no-op that imports or moves)
+// and per output change that is not a no-op:
+//
+//	<address or output.<name>>|<actions comma-joined in plan order>|<hex HMAC-SHA256(key, effect)>
+//
+// The effect is the canonical JSON (sorted keys, no HTML escaping) of what the change does:
+// for create and read the planned object with its unknown and sensitive markers; for update,
+// replace and anything else the changed leaves only (see leafChanges); for delete and forget
+// nothing; plus the import identity, the moved-from address and the deposed key when present.
+// Untouched attributes therefore never perturb the fingerprint. The key makes the fingerprint
+// unforgeable by anyone without it and keeps it from confirming guesses of sensitive values.
+func Fingerprint(key []byte, plan *tfjson.Plan) (string, error) {
+	if len(key) == 0 {
+		return "", errors.New("planhash: empty plan key: refusing to fingerprint without one")
+	}
+	if plan == nil {
+		return "", errors.New("planhash: no plan")
+	}
+	var lines []string
+	for _, rc := range plan.ResourceChanges {
+		if !counts(rc) {
+			continue
+		}
+		mac, err := effectMAC(key, resourceEffect(rc))
+		if err != nil {
+			return "", fmt.Errorf("planhash: fingerprint %s: %w", rc.Address, err)
+		}
+		lines = append(lines, rc.Address+"|"+joinActions(rc.Change.Actions)+"|"+mac)
+	}
+	for _, name := range sortedKeys(plan.OutputChanges) {
+		ch := plan.OutputChanges[name]
+		if !outputCounts(ch) {
+			continue
+		}
+		mac, err := effectMAC(key, changeEffect(ch))
+		if err != nil {
+			return "", fmt.Errorf("planhash: fingerprint output %s: %w", name, err)
+		}
+		lines = append(lines, "output."+name+"|"+joinActions(ch.Actions)+"|"+mac)
+	}
+	sort.Strings(lines)
+	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	return Prefix + hex.EncodeToString(sum[:]), nil
+}
+
+// counts reports whether a resource change takes part in the fingerprint and the summary.
+func counts(rc *tfjson.ResourceChange) bool {
+	if rc == nil || rc.Change == nil {
+		return false
+	}
+	if !isNoOp(rc.Change.Actions) {
+		return true
+	}
+	return rc.Change.Importing != nil || moved(rc)
+}
+
+func outputCounts(ch *tfjson.Change) bool { return ch != nil && !isNoOp(ch.Actions) }
+
+func isNoOp(a tfjson.Actions) bool { return len(a) == 0 || a.NoOp() }
+
+func moved(rc *tfjson.ResourceChange) bool {
+	return rc.PreviousAddress != "" && rc.PreviousAddress != rc.Address
+}
+
+func joinActions(a tfjson.Actions) string {
+	s := make([]string, len(a))
+	for i, x := range a {
+		s[i] = string(x)
+	}
+	return strings.Join(s, ",")
+}
+
+func resourceEffect(rc *tfjson.ResourceChange) map[string]any {
+	e := changeEffect(rc.Change)
+	if imp := rc.Change.Importing; imp != nil {
+		e["importing"] = map[string]any{"id": imp.ID, "identity": imp.Identity, "unknown": imp.Unknown}
+	}
+	if moved(rc) {
+		e["previous_address"] = rc.PreviousAddress
+	}
+	if rc.DeposedKey != "" {
+		e["deposed"] = rc.DeposedKey
+	}
+	return e
+}
+
+// changeEffect is what a change does, independent of attributes it leaves alone.
+func changeEffect(ch *tfjson.Change) map[string]any {
+	a := ch.Actions
+	switch {
+	case isNoOp(a), deleteOnly(a):
+		return map[string]any{}
+	case a.Create(), a.Read():
+		return map[string]any{
+			"after":           ch.After,
+			"after_unknown":   ch.AfterUnknown,
+			"after_sensitive": ch.AfterSensitive,
+		}
+	default:
+		return map[string]any{"changes": leafChanges(ch)}
+	}
+}
+
+// deleteOnly: delete and forget remove an object; what it contained is not part of the effect.
+func deleteOnly(a tfjson.Actions) bool {
+	return len(a) == 1 && (a[0] == tfjson.ActionDelete || a[0] == tfjson.ActionForget)
+}
+
+func effectMAC(key []byte, effect map[string]any) (string, error) {
+	b, err := canonicalJSON(effect)
+	if err != nil {
+		return "", err
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write(b)
+	return hex.EncodeToString(m.Sum(nil)), nil
+}
+
+// canonicalJSON encodes with sorted object keys (encoding/json sorts map keys) and without
+// HTML escaping, so the bytes depend only on the value.
+func canonicalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
