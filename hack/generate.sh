@@ -16,3 +16,4 @@ for f in config/crd/bases/*.yaml; do
   sed -i '0,/^  name: /s//  labels:\n    cluster.x-k8s.io\/v1beta2: v1alpha1\n    clusterctl.cluster.x-k8s.io: ""\n  name: /' "$f"
 done
 $cg rbac:roleName=capx-manager paths=./internal/... output:rbac:artifacts:config=config/rbac
+go run ./hack/apidocs config/crd/bases docs/api.md

@@ -1,0 +1,83 @@
+# The project's entry points. `make help` lists them.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+export GOTOOLCHAIN := local
+export GOFLAGS := -buildvcs=false
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -s -w -X github.com/capx-io/capx/internal/version.version=$(VERSION) \
+	-X github.com/capx-io/capx/internal/version.commit=$(COMMIT)
+BINARIES := manager kubectl-captf kubectl-capvco capvco-gpucheck vcosim
+GO_TEST_FLAGS ?=
+
+.PHONY: help
+help: ## Show the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: toolchain
+toolchain: ## Build (once per machine, then cached) the binaries the default test run needs.
+	bash hack/toolchain.sh
+
+.PHONY: toolchain-all
+toolchain-all: ## Build every tool, including the node parts, clusterctl and the CAPI core manager.
+	bash hack/toolchain.sh all
+
+.PHONY: generate
+generate: ## Regenerate deepcopy, CRDs and RBAC (never edit those files by hand).
+	bash hack/generate.sh
+
+.PHONY: build
+build: ## Build every binary into bin/ (static, version-stamped).
+	@for b in $(BINARIES); do \
+	  if [[ -d cmd/$$b ]]; then CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/$$b ./cmd/$$b; fi; \
+	done
+
+.PHONY: test
+test: toolchain ## Run every test (unit, envtest, real OpenTofu); builds the toolchain first if missing.
+	go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: test-race
+test-race: toolchain ## The tests with the race detector.
+	go test -race $(GO_TEST_FLAGS) ./...
+
+.PHONY: bench
+bench: toolchain ## Run the benchmarks (see docs/benchmarks.md for the recorded figures).
+	go test -run '^$$' -bench . -benchmem ./...
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (default 20s).
+	bash hack/fuzz.sh $${FUZZTIME:-20s}
+
+.PHONY: lint
+lint: ## go vet and gofmt.
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [[ -n "$$unformatted" ]]; then echo "not gofmt-formatted:"; echo "$$unformatted"; exit 1; fi
+	go vet ./...
+
+.PHONY: verify
+verify: lint ## Lint, and fail if generated files or go.mod are out of date.
+	bash hack/generate.sh
+	go mod tidy
+	@if [[ -n "$$(git status --porcelain -- api config go.mod go.sum)" ]]; then \
+	  echo "generated files or go.mod are out of date; run make generate and go mod tidy:"; \
+	  git status --porcelain -- api config go.mod go.sum; git diff --stat -- api config go.mod go.sum; exit 1; fi
+
+.PHONY: e2e
+e2e: ## Run the end-to-end suites on real local management clusters (root; builds what is missing).
+	bash hack/toolchain.sh all
+	go test -tags e2e -count=1 -timeout 60m $(GO_TEST_FLAGS) ./test/...
+
+.PHONY: quickstart
+quickstart: ## Bring up a local management cluster with both providers, the simulator and samples.
+	bash hack/quickstart.sh up
+
+.PHONY: quickstart-down
+quickstart-down: ## Remove everything the quickstart created.
+	bash hack/quickstart.sh down
+
+.PHONY: clean
+clean: ## Remove build outputs (the per-machine toolchain cache stays).
+	rm -rf dist _artifacts bin/manager bin/kubectl-captf bin/kubectl-capvco bin/capvco-gpucheck bin/vcosim
