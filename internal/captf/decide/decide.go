@@ -1,0 +1,405 @@
+// Package decide holds the one pure function that chooses what a CAPTF object does next. A
+// reconcile observes everything (the object, its state, its Jobs, plans, dependents, caps),
+// calls Next, and acts on the answer; no other code decides whether to plan, apply, destroy,
+// refresh, check drift or restore. That keeps every safety rule of CAPTF readable in one place,
+// in the order it applies, and table-testable without an API server.
+package decide
+
+import (
+	"hash/fnv"
+	"time"
+
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+)
+
+// Input is everything one reconcile observed that bears on the next operation.
+type Input struct {
+	// Now is the reconcile's clock.
+	Now time.Time
+	// UID of the object; spreads scheduled work with a deterministic jitter.
+	UID string
+	// Mutable is true for clusters and pools (a changed input re-applies) and false for machines
+	// (applied once, never again).
+	Mutable bool
+
+	// Deleting is true once the object has a deletion timestamp. A paused object never reaches
+	// Next: the shared plumbing stops it before.
+	Deleting bool
+	// DeletionPolicy of the object.
+	DeletionPolicy captfv1.DeletionPolicy
+	// DependentsExist is true while a deleting cluster still has machines or pools.
+	DependentsExist bool
+
+	// ActiveJob is true while one of the object's Jobs runs.
+	ActiveJob bool
+
+	// State is what the backend's Secrets held.
+	State State
+	// EverApplied is true when anything proves an apply once succeeded: the provisioned status,
+	// the captf.io/applied marker on the durable inputs Secret, or a state backup. It is what
+	// tells a lost state from one that never existed.
+	EverApplied bool
+
+	// InputsHash is the hash of the inputs rendered now; empty while they cannot be rendered.
+	InputsHash string
+	// InputsWait is the reason inputs cannot be rendered (a DependenciesReady reason).
+	InputsWait string
+	// DurableInputs is true when the durable inputs Secret of the last apply exists; a destroy
+	// renders from it.
+	DurableInputs bool
+
+	// ApplyPolicy of the object.
+	ApplyPolicy captfv1.ApplyPolicy
+	// LastChange is the newest finished apply of the current inputs (while deleting: the newest
+	// destroy), if any.
+	LastChange *Run
+	// Failures counts consecutive failures of that operation.
+	Failures int
+	// FailedJobsHistoryLimit from the jobs policy: past this many consecutive failures, retries
+	// wait the longest backoff.
+	FailedJobsHistoryLimit int
+	// Plan is the newest TerraformPlan for the current inputs, if any.
+	Plan *Plan
+
+	// Restore is a requested restore (captf.io/restore-state), if any.
+	Restore *Restore
+
+	// Drift policy and history.
+	DriftInterval time.Duration
+	DriftAction   captfv1.DriftAction
+	// LastDriftCheck is when the newest drift check or apply finished (an apply leaves no
+	// drift behind); zero: never.
+	LastDriftCheck time.Time
+	// DriftFound is true when the newest drift check found changes.
+	DriftFound bool
+	// DriftRemediations counts failed remediation applies since the last clean drift check.
+	DriftRemediations int
+
+	// HealthPending is true while the module reports health state pending.
+	HealthPending bool
+	// PendingRefreshes counts refreshes run while health was pending.
+	PendingRefreshes int
+	// LastRefresh is when outputs were last read fresh: the newest refresh or apply.
+	LastRefresh time.Time
+	// MembershipInterval, when set (pools), refreshes the pool's instances this often.
+	MembershipInterval time.Duration
+
+	// Slots report the active-Job caps.
+	Slots Slots
+}
+
+// State summarises the backend's state Secrets.
+type State struct {
+	// Present is true when a state Secret exists.
+	Present bool
+	// Unreadable is the StateReadable reason when it exists but cannot be used (encrypted,
+	// corrupt, inconsistent, locked by a foreign holder); empty when readable.
+	Unreadable string
+	// InputsHash recorded on the state by the last successful apply or restore.
+	InputsHash string
+	// Resources counts managed resources.
+	Resources int
+}
+
+// Run is a finished Job.
+type Run struct {
+	Result     captfv1.RunResult
+	FinishedAt time.Time
+}
+
+// Plan is a TerraformPlan of the current inputs.
+type Plan struct {
+	Name     string
+	PlanHash string
+	Reason   captfv1.PlanReason
+	Approved bool
+	// Terminal is true once the plan was applied, superseded or failed.
+	Terminal bool
+}
+
+// Restore is a requested restore.
+type Restore struct {
+	Serial int64
+	// BackupFound is true when a complete backup of the serial exists.
+	BackupFound bool
+	// Done is true once this serial was restored (or its restore failed: a failed restore is
+	// never retried for the same serial).
+	Done bool
+}
+
+// Slots are the caps on active Jobs.
+type Slots struct {
+	// Full is true when the manager-wide or the cluster's cap is reached.
+	Full bool
+	// Busy is true above 80% of a cap, where background work (refresh, drift) waits.
+	Busy bool
+}
+
+// Decision is what to do next.
+type Decision struct {
+	// Op to start now; empty when nothing starts.
+	Op captfv1.Operation
+	// Why the operation runs, or what the object waits for: a condition reason from
+	// api/captf/v1alpha1 or one of the scheduling reasons below.
+	Reason string
+	// Wait is true when something must happen before the object can proceed.
+	Wait bool
+	// RequeueAfter is when to look again (zero: only on an event).
+	RequeueAfter time.Duration
+	// ExpectPlan is the approved plan hash an apply must reproduce before it applies.
+	ExpectPlan string
+	// PlanName names the approved TerraformPlan an apply consumes.
+	PlanName string
+	// Finalize lets the finalizer go: there is nothing to destroy.
+	Finalize bool
+	// Retain keeps the infrastructure and its state and lets the finalizer go.
+	Retain bool
+}
+
+// Scheduling reasons (a condition reason is used wherever one exists).
+const (
+	ReasonNoState           = "NoState"
+	ReasonStateWithoutHash  = "StateWithoutInputsHash"
+	ReasonInputsChanged     = "InputsChanged"
+	ReasonRetry             = "RetryAfterFailure"
+	ReasonDriftRemediation  = "DriftRemediation"
+	ReasonApproved          = "PlanApproved"
+	ReasonRestoreRequested  = "RestoreRequested"
+	ReasonDestroy           = "Destroy"
+	ReasonNothingToDestroy  = "NothingToDestroy"
+	ReasonRetain            = "Retain"
+	ReasonJobRunning        = "JobRunning"
+	ReasonDriftDue          = "DriftCheckDue"
+	ReasonHealthPending     = "HealthPending"
+	ReasonMembershipRefresh = "MembershipRefresh"
+	ReasonUpToDate          = "UpToDate"
+	ReasonStateLost         = "StateLost"
+	ReasonDurableInputsGone = "DurableInputsMissing"
+)
+
+// Timings.
+const (
+	activeJobRecheck  = time.Minute
+	minBackoff        = time.Minute
+	maxBackoff        = 10 * time.Minute
+	blockedRecheck    = 10 * time.Minute
+	slotRecheck       = 15 * time.Second
+	heldRecheck       = time.Minute
+	pendingFirst      = 30 * time.Second
+	pendingCap        = 5 * time.Minute
+	defaultRemedyCap  = 3
+	maxJitterFraction = 10 // percent
+)
+
+// Next returns what the object does next. The order of the rules is the order of precedence.
+func Next(in Input) Decision {
+	// A running Job owns the object: nothing else is decided, and the state is not trusted
+	// while it may be written. The Job watch usually brings the object back first.
+	if in.ActiveJob {
+		return Decision{Reason: ReasonJobRunning, Wait: true, RequeueAfter: activeJobRecheck}
+	}
+	if in.Deleting {
+		return nextDeleting(in)
+	}
+	if d, ok := restore(in); ok {
+		return d
+	}
+	if in.State.Unreadable != "" {
+		// Never run anything against a state we cannot read: an apply could duplicate or
+		// destroy what it cannot see.
+		return Decision{Reason: in.State.Unreadable, Wait: true, RequeueAfter: heldRecheck}
+	}
+	if !in.State.Present && in.EverApplied {
+		// The state is gone but the infrastructure may not be: re-applying would build a second
+		// set. Restore a backup (captf.io/restore-state) or delete the object with Retain.
+		return Decision{Reason: ReasonStateLost, Wait: true, RequeueAfter: heldRecheck}
+	}
+	if in.InputsHash == "" {
+		return Decision{Reason: in.InputsWait, Wait: true}
+	}
+	if reason, due := applyDue(in); due {
+		return gate(in, reason)
+	}
+	return schedule(in)
+}
+
+// nextDeleting applies the deletion rules: dependents first, Retain, a held state, then destroy.
+func nextDeleting(in Input) Decision {
+	if in.DependentsExist {
+		return Decision{Reason: captfv1.DependentsExistReason, Wait: true, RequeueAfter: heldRecheck}
+	}
+	if in.DeletionPolicy == captfv1.DeletionPolicyRetain {
+		return Decision{Reason: ReasonRetain, Retain: true}
+	}
+	if in.Restore != nil && !in.Restore.Done && (!in.State.Present || in.State.Unreadable != "") {
+		// A deletion held on a missing or unreadable state may restore a backup first.
+		if d, ok := restore(in); ok {
+			return d
+		}
+	}
+	switch {
+	case in.State.Unreadable != "":
+		return Decision{Reason: in.State.Unreadable, Wait: true, RequeueAfter: heldRecheck}
+	case !in.State.Present && in.EverApplied:
+		return Decision{Reason: ReasonStateLost, Wait: true, RequeueAfter: heldRecheck}
+	case !in.State.Present, in.State.Resources == 0:
+		return Decision{Reason: ReasonNothingToDestroy, Finalize: true}
+	case !in.DurableInputs && !in.Mutable:
+		// A machine's destroy must use the inputs it was applied with; without them it cannot
+		// run. Mutable kinds fall back to their current inputs.
+		return Decision{Reason: ReasonDurableInputsGone, Wait: true, RequeueAfter: heldRecheck}
+	case !in.DurableInputs && in.InputsHash == "":
+		return Decision{Reason: in.InputsWait, Wait: true, RequeueAfter: heldRecheck}
+	}
+	if in.LastChange != nil && in.LastChange.Result == captfv1.RunFailed {
+		if wait, ok := backoff(in); ok {
+			return Decision{Reason: captfv1.DestroyFailedReason, Wait: true, RequeueAfter: wait}
+		}
+	}
+	if in.Slots.Full {
+		return Decision{Reason: captfv1.WaitingForJobSlotReason, Wait: true, RequeueAfter: slotRecheck}
+	}
+	return Decision{Op: captfv1.OperationDestroy, Reason: ReasonDestroy}
+}
+
+// restore starts a requested restore of an existing backup, once per serial.
+func restore(in Input) (Decision, bool) {
+	r := in.Restore
+	if r == nil || r.Done {
+		return Decision{}, false
+	}
+	if !r.BackupFound {
+		return Decision{Reason: captfv1.RestoreBackupNotFoundReason, Wait: true}, true
+	}
+	if in.Slots.Full {
+		return Decision{Reason: captfv1.WaitingForJobSlotReason, Wait: true, RequeueAfter: slotRecheck}, true
+	}
+	return Decision{Op: captfv1.OperationRestore, Reason: ReasonRestoreRequested}, true
+}
+
+// applyDue says whether the current inputs need an apply, and why.
+func applyDue(in Input) (string, bool) {
+	switch {
+	case !in.State.Present:
+		return ReasonNoState, true
+	case in.State.InputsHash == "":
+		// An apply never finished (or was never adopted): finish it.
+		return ReasonStateWithoutHash, true
+	case in.Mutable && in.State.InputsHash != in.InputsHash:
+		return ReasonInputsChanged, true
+	case in.Mutable && in.DriftFound && in.DriftAction == captfv1.DriftActionRemediate &&
+		in.DriftRemediations < remedyCap(in):
+		return ReasonDriftRemediation, true
+	}
+	return "", false
+}
+
+func remedyCap(in Input) int {
+	if in.FailedJobsHistoryLimit > 0 {
+		return in.FailedJobsHistoryLimit
+	}
+	return defaultRemedyCap
+}
+
+// gate applies the guards between "an apply is due" and starting one: retry backoff, the
+// destructive-plan guard, Manual approval and the Job caps.
+func gate(in Input, reason string) Decision {
+	// Under Manual every apply is planned and approved first, except the very first one.
+	manual := in.ApplyPolicy == captfv1.ApplyPolicyManual && reason != ReasonNoState
+	last := in.LastChange
+	if last != nil && last.Result == captfv1.RunFailed {
+		if wait, ok := backoff(in); ok {
+			return Decision{Reason: captfv1.ApplyFailedReason, Wait: true, RequeueAfter: wait}
+		}
+		if reason != ReasonDriftRemediation {
+			reason = ReasonRetry
+		}
+	}
+
+	approved := in.Plan != nil && in.Plan.Approved && !in.Plan.Terminal
+	pending := in.Plan != nil && !in.Plan.Approved && !in.Plan.Terminal
+	blocked := last != nil && last.Result == captfv1.RunBlocked
+
+	switch {
+	case approved:
+		if in.Slots.Full {
+			return Decision{Reason: captfv1.WaitingForJobSlotReason, Wait: true, RequeueAfter: slotRecheck}
+		}
+		return Decision{Op: captfv1.OperationApply, Reason: ReasonApproved,
+			ExpectPlan: in.Plan.PlanHash, PlanName: in.Plan.Name}
+	case pending && manual:
+		return Decision{Reason: captfv1.PlanAwaitingApprovalReason, Wait: true}
+	case pending || blocked:
+		// The destructive guard stopped this input's apply; only an approval (or new inputs,
+		// which change the hash and so this Input) moves it on.
+		return Decision{Reason: captfv1.DestructivePlanBlockedReason, Wait: true, RequeueAfter: blockedRecheck}
+	case last != nil && last.Result == captfv1.RunPlanChanged && !manual:
+		// The approved plan no longer matched; its replacement waits as a new plan.
+		return Decision{Reason: captfv1.PlanChangedReason, Wait: true, RequeueAfter: blockedRecheck}
+	}
+	if in.Slots.Full {
+		return Decision{Reason: captfv1.WaitingForJobSlotReason, Wait: true, RequeueAfter: slotRecheck}
+	}
+	if manual {
+		return Decision{Op: captfv1.OperationPlan, Reason: reason}
+	}
+	return Decision{Op: captfv1.OperationApply, Reason: reason}
+}
+
+// backoff returns how long a failed operation still waits before its retry (ok=false: retry
+// now). 1 minute doubling to 10; from FailedJobsHistoryLimit consecutive failures on, 10.
+func backoff(in Input) (time.Duration, bool) {
+	n := max(in.Failures, 1)
+	wait := maxBackoff
+	if limit := in.FailedJobsHistoryLimit; limit <= 0 || n < limit {
+		wait = min(minBackoff<<min(n-1, 10), maxBackoff)
+	}
+	left := in.LastChange.FinishedAt.Add(wait).Sub(in.Now)
+	return left, left > 0
+}
+
+// schedule picks background work (drift checks and refreshes) or the next time to look again.
+func schedule(in Input) Decision {
+	type due struct {
+		op     captfv1.Operation
+		reason string
+		at     time.Time
+	}
+	var next []due
+	if in.HealthPending {
+		wait := min(pendingFirst<<min(in.PendingRefreshes, 10), pendingCap)
+		next = append(next, due{captfv1.OperationRefresh, ReasonHealthPending, in.LastRefresh.Add(wait)})
+	}
+	if in.MembershipInterval > 0 {
+		next = append(next, due{captfv1.OperationRefresh, ReasonMembershipRefresh,
+			in.LastRefresh.Add(jitter(in.UID, in.MembershipInterval))})
+	}
+	if in.DriftInterval > 0 {
+		next = append(next, due{captfv1.OperationDrift, ReasonDriftDue,
+			in.LastDriftCheck.Add(jitter(in.UID, in.DriftInterval))})
+	}
+	if len(next) == 0 {
+		return Decision{Reason: ReasonUpToDate}
+	}
+	soonest := next[0]
+	for _, d := range next[1:] {
+		if d.at.Before(soonest.at) {
+			soonest = d
+		}
+	}
+	if wait := soonest.at.Sub(in.Now); wait > 0 {
+		return Decision{Reason: ReasonUpToDate, RequeueAfter: wait}
+	}
+	if in.Slots.Busy {
+		return Decision{Reason: captfv1.WaitingForJobSlotReason, Wait: true, RequeueAfter: slotRecheck}
+	}
+	return Decision{Op: soonest.op, Reason: soonest.reason}
+}
+
+// jitter stretches an interval by up to 10%, the same for the same object every time, so many
+// objects created together do not check drift in lockstep.
+func jitter(uid string, d time.Duration) time.Duration {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(uid))
+	return d + d*time.Duration(h.Sum32()%(maxJitterFraction*10))/1000
+}
