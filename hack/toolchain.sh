@@ -4,7 +4,7 @@
 #
 #   hack/toolchain.sh            the tools the default test run needs (envtest + tofu + controller-gen)
 #   hack/toolchain.sh all        everything, including the node parts and CAPI for e2e
-#   hack/toolchain.sh TOOL...    just those tools
+#   hack/toolchain.sh TOOL...    just those tools; "kube" names the six Kubernetes binaries
 #
 # Idempotent: a tool whose cached binary exists is only linked. Builds print their progress and time.
 set -euo pipefail
@@ -122,10 +122,16 @@ link() { # tool, cached path
 }
 
 main() {
-  local tools=("$@")
-  if [[ ${#tools[@]} -eq 0 ]]; then tools=("${default_tools[@]}"); fi
-  if [[ ${tools[0]} == all ]]; then tools=("${all_tools[@]}"); fi
-  if [[ ${tools[0]} == kube ]]; then tools=("${kube_tools[@]}"); fi
+  # Groups expand wherever they appear ("kube etcd" means the kube tools and etcd).
+  local tools=() a
+  if [[ $# -eq 0 ]]; then set -- "${default_tools[@]}"; fi
+  for a in "$@"; do
+    case "$a" in
+      all) tools+=("${all_tools[@]}") ;;
+      kube) tools+=("${kube_tools[@]}") ;;
+      *) version_of "$a" >/dev/null; tools+=("$a") ;;
+    esac
+  done
   local t p
   for t in "${tools[@]}"; do
     p=$(build "$t")

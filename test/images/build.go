@@ -11,13 +11,15 @@ import (
 )
 
 // GoBuildStatic builds a Go main package of this module (or any package the module can resolve)
-// into a static linux binary at out, for images that have no libc. It runs the go command from
-// the module the caller runs in, so it needs the Go toolchain (tests and hack/ scripts have it).
-func GoBuildStatic(ctx context.Context, pkg, out string) error {
+// into a static linux binary at out, for images that have no libc. It runs the go command in
+// moduleDir (the current directory when empty), so it needs the Go toolchain (tests and hack/
+// scripts have it).
+func GoBuildStatic(ctx context.Context, moduleDir, pkg, out string) error {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+	cmd.Dir = moduleDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOFLAGS=-buildvcs=false")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -13,7 +13,7 @@
 // and show the pattern:
 //
 //	bin := filepath.Join(dir, "manager")
-//	if err := images.GoBuildStatic(ctx, "github.com/capx-io/capx/cmd/manager", bin); err != nil { ... }
+//	if err := images.GoBuildStatic(ctx, "", "github.com/capx-io/capx/cmd/manager", bin); err != nil { ... }
 //	spec := images.Spec{
 //		Ref:        "capx.local/manager:dev",
 //		Files:      []images.File{{Source: bin, Path: "/manager", Mode: 0o755}},

@@ -12,10 +12,11 @@ const PauseRef = "capx.local/pause:1"
 // PausePackage is the tiny static program the pause image runs.
 const PausePackage = "github.com/capx-io/capx/test/images/pause"
 
-// Pause builds the pause binary and writes the pause image tarball into dir, returning its path.
-func Pause(ctx context.Context, dir string) (string, error) {
+// Pause builds the pause binary (running go in moduleDir, see GoBuildStatic) and writes the pause
+// image tarball into dir, returning its path.
+func Pause(ctx context.Context, moduleDir, dir string) (string, error) {
 	bin := filepath.Join(dir, "pause")
-	if err := GoBuildStatic(ctx, PausePackage, bin); err != nil {
+	if err := GoBuildStatic(ctx, moduleDir, PausePackage, bin); err != nil {
 		return "", err
 	}
 	tarPath := filepath.Join(dir, "pause.tar")
