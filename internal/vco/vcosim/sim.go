@@ -204,6 +204,9 @@ type Server struct {
 	ln   net.Listener
 	base string
 	done chan error
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Start listens on addr ("127.0.0.1:0" picks a free port) and serves in the background.
@@ -267,16 +270,20 @@ func (s *Server) IAMURL() string { return s.base + iamBase }
 // Addr is the address the server listens on.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
-// Close stops serving (open requests are cut) and writes the state file.
+// Close stops serving (open requests are cut) and writes the state file. It is safe to
+// call more than once.
 func (s *Server) Close() error {
-	err := s.srv.Close()
-	if serr := <-s.done; err == nil {
-		err = serr
-	}
-	if cerr := s.Sim.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	s.closeOnce.Do(func() {
+		err := s.srv.Close()
+		if serr := s.Wait(); err == nil {
+			err = serr
+		}
+		if cerr := s.Sim.Close(); err == nil {
+			err = cerr
+		}
+		s.closeErr = err
+	})
+	return s.closeErr
 }
 
 // Wait blocks until the server stops.
