@@ -182,6 +182,16 @@ func (c *call) customer() (*Customer, error) {
 	return cu, nil
 }
 
+// customerWith resolves {customer_id} and checks perm on the customer itself, which only a
+// customer grant gives (customer-wide DNS records, the certificate store).
+func (c *call) customerWith(perm string) (*Customer, error) {
+	cu, err := c.customer()
+	if err != nil {
+		return nil, err
+	}
+	return cu, c.allow(perm, resource{})
+}
+
 // location resolves {location} for the customer and checks perm on it.
 func (c *call) location(perm string) (*Customer, *Location, error) {
 	cu, err := c.customer()

@@ -33,11 +33,8 @@ func (s *Sim) wireCertificate(c *Certificate) map[string]any {
 }
 
 func (s *Sim) listCertificates(c *call) (any, error) {
-	cu, err := c.customer()
+	cu, err := c.customerWith(PermRead)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.allow(PermRead, resource{}); err != nil {
 		return nil, err
 	}
 	out := []map[string]any{}
@@ -70,18 +67,24 @@ func certDomain(leaf *x509.Certificate) string {
 	return strings.ToLower(leaf.Subject.CommonName)
 }
 
-func (c *call) certificateBody() (crt, key string, err error) {
+// certificateUpload reads and checks the {crt, key} body of an upload or a replace, after
+// checking that the caller may write the store.
+func (c *call) certificateUpload() (crt, key string, leaf *x509.Certificate, err error) {
+	if err := c.requireCustomerAdmin("the SSL certificate store"); err != nil {
+		return "", "", nil, err
+	}
 	var in struct {
 		CRT string `json:"crt"`
 		Key string `json:"key"`
 	}
 	if err := c.decode(&in); err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
 	if in.CRT == "" || in.Key == "" {
-		return "", "", &apiError{status: http.StatusBadRequest, message: "Input payload validation failed", fields: map[string]string{"crt": "crt and key are required"}}
+		return "", "", nil, &apiError{status: http.StatusBadRequest, message: "Input payload validation failed", fields: map[string]string{"crt": "crt and key are required"}}
 	}
-	return in.CRT, in.Key, nil
+	leaf, err = parseCertificate(in.CRT, in.Key)
+	return in.CRT, in.Key, leaf, err
 }
 
 // uploadCertificate writes the store, which a service credential may not do.
@@ -90,14 +93,7 @@ func (s *Sim) uploadCertificate(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.requireCustomerAdmin("the SSL certificate store"); err != nil {
-		return nil, err
-	}
-	crt, key, err := c.certificateBody()
-	if err != nil {
-		return nil, err
-	}
-	leaf, err := parseCertificate(crt, key)
+	crt, key, leaf, err := c.certificateUpload()
 	if err != nil {
 		return nil, err
 	}
@@ -127,10 +123,7 @@ func (s *Sim) certificateFor(c *call, source string) (*Customer, *Certificate, e
 }
 
 func (s *Sim) getCertificate(c *call) (any, error) {
-	if _, err := c.customer(); err != nil {
-		return nil, err
-	}
-	if err := c.allow(PermRead, resource{}); err != nil {
+	if _, err := c.customerWith(PermRead); err != nil {
 		return nil, err
 	}
 	_, cert, err := s.certificateFor(c, c.str("source"))
@@ -147,18 +140,11 @@ func (s *Sim) replaceCertificate(c *call) (any, error) {
 	if _, err := c.customer(); err != nil {
 		return nil, err
 	}
-	if err := c.requireCustomerAdmin("the SSL certificate store"); err != nil {
-		return nil, err
-	}
 	_, cert, err := s.certificateFor(c, sourceStore)
 	if err != nil {
 		return nil, err
 	}
-	crt, key, err := c.certificateBody()
-	if err != nil {
-		return nil, err
-	}
-	leaf, err := parseCertificate(crt, key)
+	crt, key, leaf, err := c.certificateUpload()
 	if err != nil {
 		return nil, err
 	}

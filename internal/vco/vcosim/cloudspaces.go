@@ -2,6 +2,7 @@ package vcosim
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -290,26 +291,10 @@ func (s *Sim) destroyCloudspace(cs *Cloudspace) {
 		s.destroyVM(vm, false)
 	}
 	s.releaseIPs(cs)
-	for id, pf := range s.st.PortForwards {
-		if pf.CloudspaceID == cs.ID {
-			delete(s.st.PortForwards, id)
-		}
-	}
-	for id, p := range s.st.ServerPools {
-		if p.CloudspaceID == cs.ID {
-			delete(s.st.ServerPools, id)
-		}
-	}
-	for id, lb := range s.st.LoadBalancers {
-		if lb.CloudspaceID == cs.ID {
-			delete(s.st.LoadBalancers, id)
-		}
-	}
-	for id, g := range s.st.AntiAffinity {
-		if g.CloudspaceID == cs.ID {
-			delete(s.st.AntiAffinity, id)
-		}
-	}
+	maps.DeleteFunc(s.st.PortForwards, func(_ string, pf *PortForward) bool { return pf.CloudspaceID == cs.ID })
+	maps.DeleteFunc(s.st.ServerPools, func(_ string, p *ServerPool) bool { return p.CloudspaceID == cs.ID })
+	maps.DeleteFunc(s.st.LoadBalancers, func(_ string, lb *LoadBalancer) bool { return lb.CloudspaceID == cs.ID })
+	maps.DeleteFunc(s.st.AntiAffinity, func(_ string, g *AntiAffinityGroup) bool { return g.CloudspaceID == cs.ID })
 	s.st.DNSRecords = slices.DeleteFunc(s.st.DNSRecords, func(r *DNSRecord) bool { return r.CloudspaceID == cs.ID })
 	s.st.Links = slices.DeleteFunc(s.st.Links, func(l *Link) bool { return l.A == cs.ID || l.B == cs.ID })
 }

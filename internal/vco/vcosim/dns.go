@@ -133,11 +133,8 @@ func (s *Sim) deleteCloudspaceDNS(c *call) (any, error) {
 }
 
 func (s *Sim) listCustomerDNS(c *call) (any, error) {
-	cu, err := c.customer()
+	cu, err := c.customerWith(PermRead)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.allow(PermRead, resource{}); err != nil {
 		return nil, err
 	}
 	out := []map[string]any{}
@@ -154,11 +151,8 @@ func (s *Sim) listCustomerDNS(c *call) (any, error) {
 // createCustomerDNS keeps value for A records: a customer-level record hangs on no resource,
 // so the value is the only source of an address (documented design choice).
 func (s *Sim) createCustomerDNS(c *call) (any, error) {
-	cu, err := c.customer()
+	cu, err := c.customerWith(PermCreate)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.allow(PermCreate, resource{}); err != nil {
 		return nil, err
 	}
 	r, err := c.dnsRecordFromQuery(cu.ID)
@@ -172,11 +166,8 @@ func (s *Sim) createCustomerDNS(c *call) (any, error) {
 }
 
 func (s *Sim) deleteCustomerDNS(c *call) (any, error) {
-	cu, err := c.customer()
+	cu, err := c.customerWith(PermDelete)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.allow(PermDelete, resource{}); err != nil {
 		return nil, err
 	}
 	typ, domain, value := strings.ToUpper(c.reqStr("record_type")), strings.TrimSuffix(strings.ToLower(c.reqStr("domain_name")), "."), c.str("value")

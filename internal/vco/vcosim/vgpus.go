@@ -208,6 +208,15 @@ type wireVGPUVM struct {
 	CloudspaceName string `json:"cloudspace_name"`
 }
 
+// locationVGPU resolves {location}/{vgpu_id} and checks perm on the location.
+func (s *Sim) locationVGPU(c *call, perm string) (*VGPU, error) {
+	cu, loc, err := c.location(perm)
+	if err != nil {
+		return nil, err
+	}
+	return s.vgpuIn(c, cu.ID, loc.Name)
+}
+
 func (s *Sim) vgpuIn(c *call, customer, location string) (*VGPU, error) {
 	v := s.st.VGPUs[c.path("vgpu_id")]
 	if v == nil || v.Customer != customer || v.Location != location {
@@ -217,11 +226,7 @@ func (s *Sim) vgpuIn(c *call, customer, location string) (*VGPU, error) {
 }
 
 func (s *Sim) restoreVGPU(c *call) (any, error) {
-	cu, loc, err := c.location(PermUpdate)
-	if err != nil {
-		return nil, err
-	}
-	v, err := s.vgpuIn(c, cu.ID, loc.Name)
+	v, err := s.locationVGPU(c, PermUpdate)
 	if err != nil {
 		return nil, err
 	}
@@ -232,11 +237,7 @@ func (s *Sim) restoreVGPU(c *call) (any, error) {
 // releaseVGPU soft-deletes by default: the reservation then sits in the recycle bin and is
 // still billed. Only permanently=true stops the charge.
 func (s *Sim) releaseVGPU(c *call) (any, error) {
-	cu, loc, err := c.location(PermDelete)
-	if err != nil {
-		return nil, err
-	}
-	v, err := s.vgpuIn(c, cu.ID, loc.Name)
+	v, err := s.locationVGPU(c, PermDelete)
 	if err != nil {
 		return nil, err
 	}
