@@ -356,42 +356,56 @@ func readState(compressed io.Reader) (*stateFacts, error) {
 	gz.Multistream(false) // bytes past the first gzip member belong to stale chunks
 	in := &boundedReader{r: gz, left: MaxStateBytes}
 	f := &stateFacts{}
-	dec := json.NewDecoder(in)
-	if err := expectDelim(dec, '{', "the decompressed data is not a JSON object"); err != nil {
-		return nil, err
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		key, _ := tok.(string)
-		if err := f.readField(dec, key); err != nil {
-			var typeErr *json.UnmarshalTypeError
-			if !errors.As(err, &typeErr) {
-				return nil, err
-			}
-			if f.shape == "" {
-				f.shape = fmt.Sprintf("field %q has the wrong JSON type", fieldPath(key, typeErr.Field))
+	if err := f.readObject(json.NewDecoder(&spaceReader{r: in})); err != nil {
+		// Damaged deflate data often decompresses to garbage before a check fails: if the
+		// rest of the stream is damaged too, that is the better explanation.
+		var gzErr errGzip
+		if !errors.As(err, &gzErr) && !errors.Is(err, errTooLarge) {
+			if _, derr := io.Copy(io.Discard, in); derr != nil {
+				return nil, derr
 			}
 		}
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
 		return nil, err
 	}
-	// Only whitespace may follow; reading to the end also verifies the gzip checksum and
-	// applies the size bound to whatever trails the object.
-	if tok, err := dec.Token(); err != io.EOF {
-		if err != nil {
-			return nil, err
-		}
-		return nil, errShape(fmt.Sprintf("the decompressed state has data after its JSON object (%T)", tok))
-	}
+	// Reading to the end verifies the gzip checksum and applies the size bound to whatever
+	// trails the object.
 	if _, err := io.Copy(io.Discard, in); err != nil {
 		return nil, err
 	}
 	f.size = in.read
 	return f, nil
+}
+
+// readObject reads the top-level object field by field.
+func (f *stateFacts) readObject(dec *json.Decoder) error {
+	if err := expectDelim(dec, '{', "the decompressed data is not a JSON object"); err != nil {
+		return err
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		if err := f.readField(dec, key); err != nil {
+			var typeErr *json.UnmarshalTypeError
+			if !errors.As(err, &typeErr) {
+				return err
+			}
+			f.setShape(fmt.Sprintf("field %q has the wrong JSON type", fieldPath(key, typeErr.Field)))
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return err
+	}
+	// Only whitespace may follow.
+	if tok, err := dec.Token(); err != io.EOF {
+		if err != nil {
+			return err
+		}
+		return errShape(fmt.Sprintf("the decompressed state has data after its JSON object (%T)", tok))
+	}
+	return nil
 }
 
 func (f *stateFacts) readField(dec *json.Decoder, key string) error {
@@ -603,6 +617,50 @@ func (r *chunkReader) chunksUsed() int {
 		}
 	}
 	return len(r.chunks)
+}
+
+// spaceReader collapses every run of whitespace outside JSON strings into one space. The
+// json.Decoder rescans its whole buffer of pending whitespace on every refill while it looks
+// for the next token, so a long run (64 MiB of spaces is valid JSON) would cost quadratic time;
+// one space keeps tokens apart exactly as before, so the JSON means the same.
+type spaceReader struct {
+	r                 io.Reader
+	inString, escaped bool
+	space             bool
+}
+
+func (s *spaceReader) Read(p []byte) (int, error) {
+	for {
+		n, err := s.r.Read(p)
+		out := 0
+		for _, c := range p[:n] {
+			switch {
+			case s.inString:
+				switch {
+				case s.escaped:
+					s.escaped = false
+				case c == '\\':
+					s.escaped = true
+				case c == '"':
+					s.inString = false
+				}
+			case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+				if s.space {
+					continue
+				}
+				s.space = true
+				c = ' '
+			default:
+				s.space = false
+				s.inString = c == '"'
+			}
+			p[out] = c
+			out++
+		}
+		if out > 0 || err != nil {
+			return out, err
+		}
+	}
 }
 
 // boundedReader fails once more than left bytes come out of r, and tags r's errors as gzip
