@@ -2,8 +2,8 @@ package state
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
