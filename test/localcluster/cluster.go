@@ -78,15 +78,20 @@ func (c *Cluster) logf(format string, args ...any) {
 	fmt.Fprintf(c.progress, "[cluster %s] %s\n", c.l.Name, fmt.Sprintf(format, args...))
 }
 
-// Open attaches to an existing cluster (up or not) by its options, reading the layout Up saved.
+// Open attaches to a cluster by its options, reading the layout Up saved. A cluster that was
+// never started (or whose folder was removed) opens too, with the layout its name implies, so
+// that Status can report it down and Down can clean up after it.
 func Open(o Options) (*Cluster, error) {
 	r, err := resolve(o)
 	if err != nil {
 		return nil, err
 	}
 	l, err := loadLayout(r.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		l, err = layout{Name: r.Name, Dir: r.Dir, BinDir: r.BinDir, NetNS: netnsPrefix + r.Name, NodeName: netnsPrefix + r.Name}, nil
+	}
 	if err != nil {
-		return nil, fmt.Errorf("cluster %s: %w (was it ever started? hack/cluster up --name %s)", r.Name, err, r.Name)
+		return nil, fmt.Errorf("cluster %s: %w", r.Name, err)
 	}
 	return &Cluster{l: l, progress: r.Progress}, nil
 }
@@ -116,7 +121,7 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := lockClusters(filepath.Dir(r.Dir))
+	unlock, err := lockClusters(filepath.Dir(r.Dir), r.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -392,7 +397,7 @@ func saveLayout(l layout) error {
 
 // lockClusters serialises Up and Down across processes, so that two clusters started at the
 // same time do not pick the same slot.
-func lockClusters(base string) (func(), error) {
+func lockClusters(base string, progress io.Writer) (func(), error) {
 	if err := os.MkdirAll(base, 0o755); err != nil {
 		return nil, err
 	}
@@ -400,9 +405,12 @@ func lockClusters(base string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, err
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		fmt.Fprintf(progress, "waiting for another cluster up or down under %s to finish\n", base)
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			f.Close()
+			return nil, err
+		}
 	}
 	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }

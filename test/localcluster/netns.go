@@ -72,21 +72,42 @@ type link struct {
 	Name     string `json:"ifname"`
 	Master   string `json:"master"`
 	LinkType string `json:"link_type"`
-	Kind     string `json:"-"`
 }
 
-// checkIsolation refuses a namespace that could send a packet off the machine: any default
-// route or route through a gateway (IPv4 or IPv6, any routing table), or any interface other
-// than loopback, the CNI bridge and the pods' veth ends enslaved to that bridge. It reads the
-// namespace with `ip route` and `ip link`, and is run before any daemon starts and by status.
+// checkIsolation refuses a namespace that could send a packet off the machine (see
+// isolationProblems). It reads the namespace with `ip route` and `ip link`, and runs before any
+// daemon starts, once the cluster is up, and in status.
 func checkIsolation(ctx context.Context, netns string) error {
-	out, err := run(ctx, "ip", "-n", netns, "-j", "route", "show", "table", "all")
+	routes, err := run(ctx, "ip", "-n", netns, "-j", "route", "show", "table", "all")
 	if err != nil {
 		return err
 	}
+	links, err := run(ctx, "ip", "-n", netns, "-j", "link", "show")
+	if err != nil {
+		return err
+	}
+	problems, err := isolationProblems(routes, links)
+	if err != nil {
+		return fmt.Errorf("network namespace %s: %w", netns, err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("network namespace %s is not isolated, refusing to run a cluster in it: %s", netns, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// isolationProblems reads `ip -j route show table all` and `ip -j link show` output and lists
+// what could carry a packet off the machine: a default route or a route through a gateway
+// (IPv4 or IPv6, in any routing table), or an interface other than loopback, the CNI bridge and
+// the pods' veth ends enslaved to that bridge.
+func isolationProblems(routesJSON, linksJSON []byte) ([]string, error) {
 	var routes []route
-	if err := json.Unmarshal(out, &routes); err != nil {
-		return fmt.Errorf("parse ip route output of %s: %w", netns, err)
+	if err := json.Unmarshal(routesJSON, &routes); err != nil {
+		return nil, fmt.Errorf("parse ip route output: %w", err)
+	}
+	var links []link
+	if err := json.Unmarshal(linksJSON, &links); err != nil {
+		return nil, fmt.Errorf("parse ip link output: %w", err)
 	}
 	var problems []string
 	for _, r := range routes {
@@ -97,13 +118,8 @@ func checkIsolation(ctx context.Context, netns string) error {
 			problems = append(problems, fmt.Sprintf("route to %s through a gateway %s%v", r.Dst, r.Gateway, viaString(r.Via)))
 		}
 	}
-	out, err = run(ctx, "ip", "-n", netns, "-j", "link", "show")
-	if err != nil {
-		return err
-	}
-	var links []link
-	if err := json.Unmarshal(out, &links); err != nil {
-		return fmt.Errorf("parse ip link output of %s: %w", netns, err)
+	if len(links) == 0 {
+		problems = append(problems, "no interfaces listed (not even lo)")
 	}
 	for _, k := range links {
 		if k.Name == "lo" || k.Name == bridgeName || k.Master == bridgeName {
@@ -111,10 +127,7 @@ func checkIsolation(ctx context.Context, netns string) error {
 		}
 		problems = append(problems, fmt.Sprintf("unexpected interface %s (%s)", k.Name, k.LinkType))
 	}
-	if len(problems) > 0 {
-		return fmt.Errorf("network namespace %s is not isolated, refusing to run a cluster in it: %s", netns, strings.Join(problems, "; "))
-	}
-	return nil
+	return problems, nil
 }
 
 func viaString(v any) string {

@@ -10,7 +10,9 @@ import (
 
 // Status is what `hack/cluster status` reports.
 type Status struct {
-	Name       string         `json:"name"`
+	Name string `json:"name"`
+	// Started says whether Up ever ran for this folder (its saved layout exists).
+	Started    bool           `json:"started"`
 	Dir        string         `json:"dir"`
 	Kubeconfig string         `json:"kubeconfig"`
 	APIServer  string         `json:"apiServer"`
@@ -54,7 +56,8 @@ func (c *Cluster) Status(ctx context.Context) Status {
 	s := Status{
 		Name: l.Name, Dir: l.Dir, Kubeconfig: l.kubeconfig(), APIServer: c.APIServerURL(),
 		NetNS: l.NetNS, PodCIDR: l.PodCIDR, Service: l.ServiceCIDR,
-		Node: NodeStatus{Name: l.NodeName},
+		Node:    NodeStatus{Name: l.NodeName},
+		Started: exists(l.path(stateFileName)),
 	}
 	for _, d := range daemons {
 		pid := daemonPID(l, d.name)
@@ -62,7 +65,7 @@ func (c *Cluster) Status(ctx context.Context) Status {
 	}
 	switch {
 	case !exists(l.netnsPath()):
-		s.Isolation = "namespace does not exist"
+		s.Isolation = "namespace does not exist (cluster down)"
 	default:
 		if err := checkIsolation(ctx, l.NetNS); err != nil {
 			s.Isolation = err.Error()
@@ -71,6 +74,10 @@ func (c *Cluster) Status(ctx context.Context) Status {
 		}
 	}
 	s.Node.Message = "API server not reachable"
+	if !s.Started || !exists(l.kubeconfig()) {
+		s.Node.Message = "not started"
+		return s
+	}
 	if client, err := c.client(); err == nil {
 		node, err := client.CoreV1().Nodes().Get(ctx, l.NodeName, metav1.GetOptions{})
 		if err != nil {

@@ -20,7 +20,7 @@ import (
 // also cleans up after a crashed or half-started cluster. It returns an error listing anything
 // it could not remove.
 func (c *Cluster) Down(ctx context.Context) error {
-	unlock, err := lockClusters(filepath.Dir(c.l.Dir))
+	unlock, err := lockClusters(filepath.Dir(c.l.Dir), c.progress)
 	if err != nil {
 		return err
 	}
@@ -38,16 +38,11 @@ func Down(ctx context.Context, o Options) error {
 	if err := requireRoot(); err != nil {
 		return err
 	}
-	r, err := resolve(o)
+	c, err := Open(o)
 	if err != nil {
 		return err
 	}
-	l, err := loadLayout(r.Dir)
-	if err != nil {
-		// No state file: names and paths derive from the name and folder, which is enough.
-		l = layout{Name: r.Name, Dir: r.Dir, BinDir: r.BinDir, NetNS: netnsPrefix + r.Name, NodeName: netnsPrefix + r.Name}
-	}
-	return (&Cluster{l: l, progress: r.Progress}).Down(ctx)
+	return c.Down(ctx)
 }
 
 // down runs every teardown step even when one fails, in the order the lessons of running this

@@ -165,6 +165,10 @@ func printStatus(w io.Writer, s localcluster.Status, output string) error {
 	default:
 		return fmt.Errorf("unknown output %q: text or json", output)
 	}
+	if !s.Started {
+		_, err := fmt.Fprintf(w, "cluster %s: DOWN (not started; hack/cluster up --name %s)\n", s.Name, s.Name)
+		return err
+	}
 	state := "DOWN"
 	if s.Up() {
 		state = "UP"
