@@ -1,0 +1,306 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	tfjson "github.com/hashicorp/terraform-json"
+	"github.com/hashicorp/terraform-exec/tfexec"
+
+	"github.com/capx-io/capx/internal/captf/contract"
+	"github.com/capx-io/capx/internal/captf/planhash"
+	"github.com/capx-io/capx/internal/captf/runresult"
+)
+
+// opSteps runs the steps of the operation after init (anchor: Job model, runner steps).
+func (r *run) opSteps(ctx context.Context) *failure {
+	switch r.o.op {
+	case contract.OpApply:
+		if r.o.guardDeletes || r.o.expectPlan != "" {
+			return r.applyGuarded(ctx)
+		}
+		return r.applyPlain(ctx)
+	case contract.OpPlan:
+		return r.planOp(ctx)
+	case contract.OpDestroy:
+		return r.run1(ctx, "destroy", func(ctx context.Context) error {
+			return r.tf.Destroy(ctx, r.varFile(), r.lockTimeout())
+		})
+	case contract.OpRefresh:
+		return r.refresh(ctx)
+	case contract.OpDrift:
+		return r.drift(ctx)
+	case contract.OpRestore:
+		return r.restoreOp(ctx)
+	}
+	return &failure{kind: runresult.KindUsage, step: "prepare", summary: "unknown op " + r.o.op}
+}
+
+// applyPlain is the apply of machines and unguarded pools: validate, then apply the inputs.
+func (r *run) applyPlain(ctx context.Context) *failure {
+	if f := r.validate(ctx); f != nil {
+		return f
+	}
+	return r.run1(ctx, "apply", func(ctx context.Context) error {
+		return r.tf.Apply(ctx, r.varFile(), r.lockTimeout())
+	})
+}
+
+// applyGuarded plans, inspects the plan, and applies exactly that saved plan unless the guard
+// blocks it or it differs from the approved one. A plan without changes ends here, successfully.
+func (r *run) applyGuarded(ctx context.Context) *failure {
+	if f := r.validate(ctx); f != nil {
+		return f
+	}
+	planPath := filepath.Join(r.o.workdir, planFileApply)
+	changed, f := r.plan(ctx, planPath, tfexec.Refresh(true))
+	if f != nil {
+		return f
+	}
+	if !changed {
+		r.noChanges()
+		r.logf("the plan has no changes; nothing to apply")
+		return nil
+	}
+	plan, f := r.show(ctx, planPath)
+	if f != nil {
+		return f
+	}
+	if f := r.describePlan(plan); f != nil {
+		return f
+	}
+	if r.o.expectPlan != "" {
+		// Approving a plan approves its deletes; only its exact content may be applied.
+		if r.res.PlanHash != r.o.expectPlan {
+			return &failure{kind: runresult.KindPlanChanged, step: "show", summary: fmt.Sprintf(
+				"the plan now has hash %s, the approved plan had %s; the new plan needs its own approval", r.res.PlanHash, r.o.expectPlan)}
+		}
+	} else if r.res.Destructive && (r.o.allowDeletesHash == "" || r.o.allowDeletesHash != r.o.inputsHash) {
+		return &failure{kind: runresult.KindBlocked, step: "show", summary: runresult.Head(
+			"the plan deletes or replaces resources and deletes are not approved for inputs "+r.o.inputsHash+": "+
+				strings.Join(destructiveEntries(r.res.Plan), ", "), runresult.MaxSummaryBytes)}
+	}
+	return r.run1(ctx, "apply", func(ctx context.Context) error {
+		return r.tf.Apply(ctx, tfexec.DirOrPlan(planPath), r.lockTimeout())
+	})
+}
+
+// planOp is the plan a Manual object shows for approval: summary and keyed hash.
+func (r *run) planOp(ctx context.Context) *failure {
+	if f := r.validate(ctx); f != nil {
+		return f
+	}
+	planPath := filepath.Join(r.o.workdir, planFileReview)
+	changed, f := r.plan(ctx, planPath, tfexec.Refresh(true))
+	if f != nil {
+		return f
+	}
+	if !changed {
+		r.noChanges()
+		return nil
+	}
+	plan, f := r.show(ctx, planPath)
+	if f != nil {
+		return f
+	}
+	return r.describePlan(plan)
+}
+
+func (r *run) refresh(ctx context.Context) *failure {
+	return r.run1(ctx, "refresh", func(ctx context.Context) error {
+		return r.tf.Apply(ctx, tfexec.RefreshOnly(true), r.varFile(), r.lockTimeout())
+	})
+}
+
+// drift refreshes the state from the real objects, then plans without refreshing again: every
+// change in that plan is a difference between the real objects and the configuration.
+func (r *run) drift(ctx context.Context) *failure {
+	if f := r.refresh(ctx); f != nil {
+		return f
+	}
+	planPath := filepath.Join(r.o.workdir, planFileReview)
+	changed, f := r.plan(ctx, planPath, tfexec.Refresh(false))
+	if f != nil {
+		return f
+	}
+	r.res.Drift = &runresult.Drift{}
+	if !changed {
+		return nil
+	}
+	plan, f := r.show(ctx, planPath)
+	if f != nil {
+		return f
+	}
+	d := planhash.DriftSummary(plan)
+	r.res.Drift = &d
+	return nil
+}
+
+// restoreOp pushes the assembled backup over the current state and checks the backend now
+// lists resources (unless the backup counted none).
+func (r *run) restoreOp(ctx context.Context) *failure {
+	if f := r.run1(ctx, "state-push", func(ctx context.Context) error {
+		return r.tf.StatePush(ctx, r.restore, tfexec.Force(true), tfexec.Lock(true), r.lockTimeout())
+	}); f != nil {
+		return f
+	}
+	return r.run1(ctx, "state-list", func(ctx context.Context) error {
+		n, err := r.stateList(ctx)
+		if err == nil && n == 0 && r.o.restoreResources > 0 {
+			return &stepError{code: 1, summary: fmt.Sprintf(
+				"state list shows no resources after the restore, but the backup counted %d managed resources", r.o.restoreResources)}
+		}
+		return err
+	})
+}
+
+// stateList runs `state list` itself: terraform-exec has no wrapper for it.
+func (r *run) stateList(ctx context.Context) (int, error) {
+	cmd := exec.CommandContext(ctx, r.o.bin, "state", "list")
+	cmd.Dir = r.root
+	for k, v := range r.env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Env = append(cmd.Env, "TF_IN_AUTOMATION=1", "TF_INPUT=0")
+	var out bytes.Buffer
+	cmd.Stdout = io.MultiWriter(&out, r.stdout)
+	cmd.Stderr = r.stderr
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = r.o.childGrace()
+	if err := cmd.Run(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for line := range strings.SplitSeq(out.String(), "\n") {
+		if strings.TrimSpace(line) != "" {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// validate runs validate -json; its diagnostics are printed (redacted) by the runner, since the
+// JSON itself is kept out of the log.
+func (r *run) validate(ctx context.Context) *failure {
+	err := r.step(ctx, "validate", true, func(ctx context.Context) error {
+		out, err := r.tf.Validate(ctx)
+		if err != nil {
+			return err
+		}
+		var msgs []string
+		for _, d := range out.Diagnostics {
+			msg := "Warning: " + d.Summary
+			if d.Severity == tfjson.DiagnosticSeverityError {
+				msg = "Error: " + d.Summary
+			}
+			if d.Detail != "" {
+				msg += ": " + d.Detail
+			}
+			if d.Range != nil {
+				msg += fmt.Sprintf(" (%s line %d)", d.Range.Filename, d.Range.Start.Line)
+			}
+			fmt.Fprintln(r.stderr, msg)
+			if d.Severity == tfjson.DiagnosticSeverityError {
+				msgs = append(msgs, msg)
+			}
+		}
+		if !out.Valid {
+			return &stepError{code: 1, summary: strings.Join(msgs, "\n")}
+		}
+		return nil
+	})
+	if err != nil {
+		return r.stepFailure(ctx, "validate", err)
+	}
+	return nil
+}
+
+// plan runs plan -detailed-exitcode -out=planPath; changed reports exit code 2.
+func (r *run) plan(ctx context.Context, planPath string, refresh *tfexec.RefreshOption) (bool, *failure) {
+	var changed bool
+	f := r.run1(ctx, "plan", func(ctx context.Context) error {
+		var err error
+		changed, err = r.tf.Plan(ctx, tfexec.Out(planPath), r.varFile(), r.lockTimeout(), refresh)
+		return err
+	})
+	if f == nil && changed {
+		r.res.Steps[len(r.res.Steps)-1].ExitCode = 2
+	}
+	return changed, f
+}
+
+// show reads the saved plan as JSON (kept out of the log: it holds every value) and learns its
+// sensitive values for redaction.
+func (r *run) show(ctx context.Context, planPath string) (*tfjson.Plan, *failure) {
+	var plan *tfjson.Plan
+	err := r.step(ctx, "show", true, func(ctx context.Context) error {
+		var err error
+		plan, err = r.tf.ShowPlanFile(ctx, planPath, tfexec.JSONNumber(true))
+		return err
+	})
+	if err != nil {
+		return nil, r.stepFailure(ctx, "show", err)
+	}
+	r.red.AddSensitive(plan)
+	return plan, nil
+}
+
+// describePlan records the plan's summary, destructiveness and, with a plan key, its hash.
+func (r *run) describePlan(plan *tfjson.Plan) *failure {
+	s := planhash.Summarize(plan)
+	r.res.Plan = &s
+	r.res.Destructive = planhash.Destructive(plan)
+	if r.planKey == nil {
+		return nil
+	}
+	h, err := planhash.Fingerprint(r.planKey, plan)
+	if err != nil {
+		return &failure{kind: runresult.KindStep, step: "show", summary: err.Error()}
+	}
+	r.res.PlanHash = h
+	r.logf("plan: %d to create, %d to update, %d to replace, %d to delete, %d output changes; hash %s",
+		s.Create, s.Update, s.Replace, s.Delete, s.OutputChanges, h)
+	return nil
+}
+
+func (r *run) noChanges() {
+	r.res.Plan = &runresult.PlanSummary{}
+	if r.planKey != nil {
+		r.res.PlanHash = planhash.Empty
+	}
+}
+
+// run1 runs one step and turns its error into the run's failure.
+func (r *run) run1(ctx context.Context, name string, fn func(ctx context.Context) error) *failure {
+	if err := r.step(ctx, name, false, fn); err != nil {
+		return r.stepFailure(ctx, name, err)
+	}
+	return nil
+}
+
+func (r *run) varFile() *tfexec.VarFileOption {
+	return tfexec.VarFile(filepath.Join(r.root, contract.VarsFile))
+}
+
+func (r *run) lockTimeout() *tfexec.LockTimeoutOption {
+	return tfexec.LockTimeout(r.o.lockTimeout.String())
+}
+
+func destructiveEntries(s *runresult.PlanSummary) []string {
+	var out []string
+	for _, e := range s.Resources {
+		if strings.Contains(e, "(delete") || strings.Contains(e, "(replace") {
+			out = append(out, e)
+		}
+	}
+	if s.Truncated {
+		out = append(out, "...")
+	}
+	return out
+}

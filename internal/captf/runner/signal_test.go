@@ -1,0 +1,143 @@
+package runner_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/capx-io/capx/internal/captf/runner"
+	"github.com/capx-io/capx/internal/captf/runresult"
+)
+
+// TestInterruptedApplyKeepsState stops a real runner process with SIGTERM in the middle of an
+// apply, as the kubelet does when a Job's pod is deleted: the runtime is interrupted, saves
+// the state and releases the lock; the result says interrupted; the next apply carries on.
+func TestInterruptedApplyKeepsState(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t, "machine")
+	f.vars["slow"] = 120
+
+	cmd, out, resultFile := f.start("apply")
+	g.Eventually(out.String, time.Minute, 100*time.Millisecond).Should(ContainSubstring("terraform_data.slow[0]: Creating..."))
+	g.Expect(f.lockHolder(ctx)).NotTo(BeEmpty())
+
+	stopped := time.Now()
+	must(t, cmd.Process.Signal(syscall.SIGTERM))
+	_ = cmd.Wait()
+	g.Expect(time.Since(stopped)).To(BeNumerically("<", 20*time.Second), "the runtime stops promptly")
+	o := f.outcome(resultFile, out.String(), cmd.ProcessState.ExitCode())
+	g.Expect(o.code).To(Equal(runner.ExitFailed))
+	g.Expect(o.res.Error.Kind).To(Equal(runresult.KindInterrupted), o.log)
+	g.Expect(o.res.Error.Step).To(Equal("apply"))
+
+	g.Expect(f.lockHolder(ctx)).To(BeEmpty(), "the interrupted runtime released the state lock")
+	g.Expect(resourceNames(f.state(ctx))).To(ContainElement("instance"), "what was created before the stop is in the state")
+
+	f.vars["slow"] = 0
+	next := f.run(ctx, "apply").ok(t)
+	g.Expect(next.res.Changes.Add).To(BeZero(), "the instance is not created twice")
+}
+
+// TestStaleLockForceUnlock: a runner killed outright (SIGKILL, OOM) leaves the state locked;
+// the next Job is told the stale lock's ID and removes it after init.
+func TestStaleLockForceUnlock(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t, "machine")
+	f.vars["slow"] = 30
+
+	cmd, out, _ := f.start("apply")
+	g.Eventually(out.String, time.Minute, 100*time.Millisecond).Should(ContainSubstring("terraform_data.slow[0]: Creating..."))
+	lockID := f.lockHolder(ctx)
+	g.Expect(lockID).NotTo(BeEmpty())
+	must(t, cmd.Process.Kill()) // the runtime dies with it (parent-death signal)
+	_ = cmd.Wait()
+	g.Consistently(func() string { return f.lockHolder(ctx) }, 2*time.Second).Should(Equal(lockID))
+
+	f.vars["slow"] = 0
+	locked := f.run(ctx, "apply")
+	g.Expect(locked.res.Error.Kind).To(Equal(runresult.KindStep))
+	g.Expect(locked.res.Error.Summary).To(ContainSubstring("Error acquiring the state lock"))
+
+	unlocked := f.run(ctx, "apply", "--force-unlock="+lockID).ok(t)
+	g.Expect(unlocked.stepNames()).To(Equal([]string{"init", "force-unlock", "validate", "apply"}))
+	g.Expect(f.lockHolder(ctx)).To(BeEmpty())
+
+	// The controller's information may be stale: a lock that is gone is not an error.
+	gone := f.run(ctx, "plan", "--force-unlock="+lockID).ok(t)
+	g.Expect(gone.res.Steps[1].Name).To(Equal("force-unlock"))
+	g.Expect(gone.res.Steps[1].ExitCode).To(Equal(1))
+}
+
+// TestRedaction runs a module that prints every kind of secret the runner knows about.
+func TestRedaction(t *testing.T) {
+	t.Parallel()
+	const (
+		cred  = "cred-from-the-mirror-5b1e"
+		token = "heuristic-api-token-0c77"
+	)
+	secrets := []string{cred, token, "Ym9vdHN0cmFwLXNlY3JldC12YWx1ZS05ODc2", "bootstrap-secret-value-9876",
+		"module-internal-secret-7f3a9c2e"}
+	leaky := func(t *testing.T) *fixture {
+		f := newFixture(t, "leaky")
+		credFile := filepath.Join(f.dir, "creds", "CAPX_CRED")
+		must(t, os.WriteFile(credFile, []byte(cred+"\n"), 0o440))
+		f.environ = append(f.environ, "CAPX_CRED="+cred, "MY_API_TOKEN="+token)
+		f.vars["token_file"] = credFile
+		return f
+	}
+	clean := func(t *testing.T, o outcome, secrets ...string) {
+		g := NewWithT(t)
+		for _, s := range secrets {
+			g.Expect(o.log).NotTo(ContainSubstring(s))
+			g.Expect(o.raw).NotTo(ContainSubstring(s))
+		}
+	}
+
+	t.Run("log", func(t *testing.T) {
+		t.Parallel()
+		g := NewWithT(t)
+		f := leaky(t)
+		// Guarded, so the runner learns the values the plan marks sensitive before applying.
+		o := f.run(context.Background(), "apply", "--guard-deletes", "--inputs-hash=h2:x").ok(t)
+		clean(t, o, secrets...)
+		for _, line := range []string{"env=", "heuristic=", "file=", "boot=", "decoded=", "internal="} {
+			g.Expect(o.log).To(ContainSubstring("(local-exec): "+line+runner.Redacted), line)
+		}
+	})
+	t.Run("error summary", func(t *testing.T) {
+		t.Parallel()
+		g := NewWithT(t)
+		f := leaky(t)
+		f.vars["fail"] = true
+		o := f.run(context.Background(), "apply", "--guard-deletes", "--inputs-hash=h2:x")
+		g.Expect(o.res.Error.Kind).To(Equal(runresult.KindStep))
+		g.Expect(o.res.Error.Summary).To(ContainSubstring(runner.Redacted))
+		g.Expect(strings.Count(o.log, runner.Redacted)).To(BeNumerically(">=", 5))
+		clean(t, o, secrets...)
+	})
+	t.Run("plain apply", func(t *testing.T) {
+		t.Parallel()
+		// A plain apply shows no plan JSON, so only the values the module marks sensitive
+		// itself stay unknown to the runner (the runtime never prints them on its own).
+		o := leaky(t).run(context.Background(), "apply").ok(t)
+		clean(t, o, secrets[:4]...)
+	})
+}
+
+func resourceNames(st map[string]any) []string {
+	var names []string
+	for _, r := range st["resources"].([]any) {
+		names = append(names, r.(map[string]any)["name"].(string))
+	}
+	return names
+}

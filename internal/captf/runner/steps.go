@@ -1,0 +1,219 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/capx-io/capx/internal/captf/runresult"
+)
+
+// stepError is a step failure the runner determines itself (an invalid configuration reported
+// by validate -json, an empty state after restore), with the exit code the step records.
+type stepError struct {
+	code    int
+	summary string
+}
+
+func (e *stepError) Error() string { return e.summary }
+
+// exitCode is the exit code a step records: the process's, -1 when it was killed by a signal
+// or never started.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var se *stepError
+	if errors.As(err, &se) {
+		return se.code
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// step runs one runtime command: it logs the step, streams its output (stdout only unless
+// quiet: validate -json and show -json print values, which belong in no log), and records the
+// exit code and duration in the result.
+func (r *run) step(ctx context.Context, name string, quiet bool, fn func(ctx context.Context) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r.tail.reset()
+	r.counts.reset()
+	if quiet {
+		r.tf.SetStdout(io.Discard)
+		defer r.tf.SetStdout(r.stdout)
+	}
+	r.logf("step %s started", name)
+	start := time.Now()
+	err := fn(ctx)
+	d := time.Since(start)
+	_ = r.stdout.Flush()
+	_ = r.stderr.Flush()
+	code := exitCode(err)
+	r.res.Steps = append(r.res.Steps, runresult.Step{Name: name, ExitCode: code, DurationMS: d.Milliseconds()})
+	r.logf("step %s finished: exit code %d after %s", name, code, d.Round(time.Millisecond))
+	if c, ok := r.counts.found(); ok {
+		r.res.Changes = &c
+	}
+	return err
+}
+
+// failure is why a run did not succeed; it becomes the result's error.
+type failure struct {
+	kind    string
+	step    string
+	summary string
+}
+
+func (f *failure) Error() string { return f.kind + " at " + f.step + ": " + f.summary }
+
+// stepFailure classifies a failed step: interrupted when the run was signalled, else a step
+// failure summarised by the redacted tail of what the step wrote to stderr.
+func (r *run) stepFailure(ctx context.Context, name string, err error) *failure {
+	summary := r.tail.String()
+	var se *stepError
+	if errors.As(err, &se) {
+		summary = se.summary
+	}
+	if summary == "" {
+		// terraform-exec's errors carry the raw stderr; only ever show them redacted.
+		summary = err.Error()
+	}
+	summary = errorBlock(r.red.String(summary))
+	if ctx.Err() != nil {
+		return &failure{kind: runresult.KindInterrupted, step: name, summary: runresult.Head("stopped by a signal: "+summary, runresult.MaxSummaryBytes)}
+	}
+	return &failure{kind: runresult.KindStep, step: name, summary: summary}
+}
+
+// errorBlock cuts a step's error output to the result's bound: from the last "Error: " line
+// (the runtime's final diagnostic, whose first lines say what went wrong), else the tail.
+func errorBlock(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndex(s, "Error: "); i >= 0 {
+		return runresult.Head(s[i:], runresult.MaxSummaryBytes)
+	}
+	return runresult.Tail(s, runresult.MaxSummaryBytes)
+}
+
+// syncWriter serialises the runtime's stdout and stderr streams and the runner's own lines
+// into the pod log.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// tailBuffer keeps the last bytes of a step's (already redacted) stderr for the result.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailKeep = 4 << 10
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > tailKeep {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-tailKeep:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) reset() {
+	t.mu.Lock()
+	t.buf = nil
+	t.mu.Unlock()
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+// The final summary lines of apply and destroy, e.g. "Apply complete! Resources: 1 imported,
+// 2 added, 0 changed, 1 destroyed." and "Destroy complete! Resources: 3 destroyed."
+var (
+	applySummary   = regexp.MustCompile(`complete! Resources: .*?(\d+) added, (\d+) changed, (\d+) destroyed`)
+	destroySummary = regexp.MustCompile(`Destroy complete! Resources: (\d+) destroyed`)
+)
+
+// countScanner finds the resource counts in a step's stdout, line by line.
+type countScanner struct {
+	mu      sync.Mutex
+	partial []byte
+	changes runresult.Changes
+	ok      bool
+}
+
+func (c *countScanner) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.partial = append(c.partial, p...)
+	for {
+		i := bytes.IndexByte(c.partial, '\n')
+		if i < 0 {
+			break
+		}
+		c.scan(c.partial[:i])
+		c.partial = c.partial[i+1:]
+	}
+	if len(c.partial) > tailKeep {
+		c.partial = nil
+	}
+	return len(p), nil
+}
+
+func (c *countScanner) scan(line []byte) {
+	if m := applySummary.FindSubmatch(line); m != nil {
+		c.changes = runresult.Changes{Add: atoi(m[1]), Change: atoi(m[2]), Destroy: atoi(m[3])}
+		c.ok = true
+	} else if m := destroySummary.FindSubmatch(line); m != nil {
+		c.changes = runresult.Changes{Destroy: atoi(m[1])}
+		c.ok = true
+	}
+}
+
+func (c *countScanner) reset() {
+	c.mu.Lock()
+	c.partial, c.ok = nil, false
+	c.mu.Unlock()
+}
+
+func (c *countScanner) found() (runresult.Changes, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.partial) > 0 {
+		c.scan(c.partial)
+	}
+	return c.changes, c.ok
+}
+
+func atoi(b []byte) int {
+	n, _ := strconv.Atoi(string(b))
+	return n
+}
+
+func (r *run) logf(format string, args ...any) {
+	fmt.Fprintf(r.log, "captf-runner: "+format+"\n", args...)
+}

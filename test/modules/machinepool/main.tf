@@ -1,0 +1,37 @@
+# Offline test module for the machinepool role: only terraform_data, locals, check blocks and
+# outputs, so `tofu init` needs no provider and the module runs in a scratch image.
+
+locals {
+  replicas        = var.replicas == null ? 0 : var.replicas
+  failure_domains = length(var.failure_domains) > 0 ? var.failure_domains : var.cluster_failure_domains
+}
+
+resource "terraform_data" "group" {
+  input = {
+    name               = var.machinepool_name
+    kubernetes_version = var.kubernetes_version
+    bootstrap_format   = var.bootstrap_format
+    bootstrap_sha256   = sha256(var.bootstrap_data)
+    node_labels        = var.node_labels
+    network            = try(var.captf_cluster_outputs.network_name, null)
+    tags               = var.captf_tags
+  }
+}
+
+# One instance per replica: scaling down deletes instances, which the destructive guard sees.
+resource "terraform_data" "instance" {
+  count = local.replicas
+
+  input = {
+    name           = format("%s-%d", var.machinepool_name, count.index)
+    group          = terraform_data.group.id
+    failure_domain = length(local.failure_domains) > 0 ? local.failure_domains[count.index % length(local.failure_domains)] : null
+  }
+}
+
+check "autoscaling" {
+  assert {
+    condition     = var.autoscaling == null || try(var.autoscaling.min <= var.autoscaling.max, false)
+    error_message = "autoscaling.min must not exceed autoscaling.max."
+  }
+}
