@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	tfjson "github.com/hashicorp/terraform-json"
 	"github.com/hashicorp/terraform-exec/tfexec"
+	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/planhash"
