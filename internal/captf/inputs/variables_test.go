@@ -105,7 +105,7 @@ func TestResolveVariables(t *testing.T) {
 				VariablesFrom: []captfv1.VariablesSource{sec("secret", "")},
 				Variables:     inline("token", `"inline"`, "n", `1.50`, "obj", `{"b": 1, "a": 2}`),
 			},
-			want: map[string]string{"token": `"inline"`, "shared": `"from-secret"`, "n": `1.50`, "obj": `{"a":2,"b":1}`},
+			want:      map[string]string{"token": `"inline"`, "shared": `"from-secret"`, "n": `1.50`, "obj": `{"a":2,"b":1}`},
 			sensitive: []string{"shared"},
 		},
 		{
