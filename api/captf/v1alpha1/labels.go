@@ -12,6 +12,8 @@ const (
 	OwnerNameLabel = "captf.infrastructure.cluster.x-k8s.io/owner-name"
 	// OperationLabel on a Job names its operation.
 	OperationLabel = "captf.infrastructure.cluster.x-k8s.io/op"
+	// AttemptLabel on a Job is its attempt number (consecutive failures of its operation + 1).
+	AttemptLabel = "captf.infrastructure.cluster.x-k8s.io/attempt"
 	// VariablesLabel opts a ConfigMap or Secret in as a variablesFrom source.
 	VariablesLabel = "captf.io/variables"
 	// RunnerLabel opts a ServiceAccount in as a custom runner account.
@@ -45,4 +47,10 @@ const (
 	PlanAnnotation = "captf.io/plan"
 	// PlanHashAnnotation records a plan hash (on Jobs).
 	PlanHashAnnotation = "captf.io/plan-hash"
+	// RestoreSerialAnnotation on a restore Job is the backup serial it restores.
+	RestoreSerialAnnotation = "captf.io/restore-serial"
+	// LeaseOpAnnotation on a run or cluster Lease is the operation of the Job holding it.
+	LeaseOpAnnotation = "captf.io/lease-op"
+	// LeaseAcquiredAtAnnotation on a run or cluster Lease is when it was taken (RFC 3339, nanoseconds).
+	LeaseAcquiredAtAnnotation = "captf.io/lease-acquired-at"
 )
