@@ -165,7 +165,7 @@ func decodeAddresses(v value, path string, limit int) ([]clusterv1.MachineAddres
 		return nil, err
 	}
 	if len(items) > limit {
-		return nil, fmt.Errorf("%s lists %d addresses, more than %d", at(path, "the list"), len(items), limit)
+		return nil, fmt.Errorf("%slists %d addresses, more than %d", at(path), len(items), limit)
 	}
 	types := make([]string, len(addressOrder))
 	for i, t := range addressOrder {

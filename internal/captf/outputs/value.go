@@ -49,14 +49,14 @@ func (v value) isNull() bool { return v.kind == "null" }
 // expected says what a value at path should have been; path is relative to the output,
 // e.g. "[2].type", and empty for the output itself.
 func expected(path, want string, v value) error {
+	if v.kind == "" {
+		return fmt.Errorf("%sis missing; it must be %s", at(path), want)
+	}
 	found := "a " + v.kind
 	if v.kind == "null" || v.kind == "object" {
 		found = map[string]string{"null": "null", "object": "an object"}[v.kind]
 	}
-	if path == "" {
-		return fmt.Errorf("must be %s, not %s", want, found)
-	}
-	return fmt.Errorf("at %s must be %s, not %s", path, want, found)
+	return fmt.Errorf("%smust be %s, not %s", at(path), want, found)
 }
 
 // object returns the fields of an object value.
@@ -100,7 +100,7 @@ func (v value) string(path string, maxLen int) (string, error) {
 		return "", expected(path, "a string", v)
 	}
 	if len(s) > maxLen {
-		return "", fmt.Errorf("%s is longer than %d bytes", at(path, "the string"), maxLen)
+		return "", fmt.Errorf("%sis longer than %d bytes", at(path), maxLen)
 	}
 	return s, nil
 }
@@ -141,14 +141,15 @@ func (v value) int32(path string) (int32, error) {
 	}
 	f, err := strconv.ParseFloat(string(v.raw), 64)
 	if err != nil || f != math.Trunc(f) || f < 0 || f > math.MaxInt32 {
-		return 0, fmt.Errorf("%s must be %s", at(path, "the number"), want)
+		return 0, fmt.Errorf("%smust be %s", at(path), want)
 	}
 	return int32(f), nil
 }
 
-func at(path, what string) string {
+// at prefixes a message about the value at path ("" for the output itself).
+func at(path string) string {
 	if path == "" {
-		return what
+		return ""
 	}
-	return "at " + path + " " + what
+	return "at " + path + " "
 }
