@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -36,7 +37,8 @@ type run struct {
 	planKey []byte            // set by prepare when the op fingerprints plans
 	restore string            // assembled state file, set by prepare for restore
 
-	res runresult.Result
+	res     runresult.Result
+	current atomic.Value // name of the running step, for a result written on a hard stop
 
 	// stoppedAt is when the first SIGTERM/SIGINT arrived; it bounds the time left for saving state.
 	stopMu    sync.Mutex
@@ -72,15 +74,34 @@ func (o *options) execute(parent context.Context, rio IO) error {
 		r.logf("stop requested: interrupting the running step (up to %s to stop and save state)", o.stopTimeout)
 	})
 
+	// The kubelet kills the pod when its grace period ends, and a result written after that
+	// is never read. If the runtime outlives --stop-timeout (a child holding its output open,
+	// a hung provider), the runner writes an interrupted result and returns without it.
+	hardStop := make(chan struct{})
+	context.AfterFunc(ctx, func() { time.AfterFunc(o.stopTimeout, func() { close(hardStop) }) })
+
 	r.logf("starting %s", o.op)
-	if f := r.runOp(ctx, rio.Environ()); f != nil {
-		r.res.Error = &runresult.Error{Kind: f.kind, Step: f.step, Summary: f.summary}
+	done := make(chan *failure, 1)
+	go func() { done <- r.runOp(ctx, rio.Environ()) }()
+	var res runresult.Result
+	select {
+	case f := <-done:
+		res = r.res
+		if f != nil {
+			res.Error = &runresult.Error{Kind: f.kind, Step: f.step, Summary: f.summary}
+		}
+	case <-hardStop:
+		// r.res still belongs to the runOp goroutine; report what is known without it.
+		step, _ := r.current.Load().(string)
+		res = runresult.Result{Version: runresult.Version, Op: o.op, Image: o.image, Error: &runresult.Error{
+			Kind: runresult.KindInterrupted, Step: step,
+			Summary: fmt.Sprintf("the runtime did not stop within --stop-timeout=%s; the state may still be locked", o.stopTimeout)}}
 	}
-	if err := writeResult(o.resultFile, r.res); err != nil {
+	if err := writeResult(o.resultFile, res); err != nil {
 		r.logf("%v", err)
 		return &ExitError{Code: ExitFailed, Err: err}
 	}
-	if e := r.res.Error; e != nil {
+	if e := res.Error; e != nil {
 		r.logf("%s failed (%s at %s): %s", o.op, e.Kind, e.Step, e.Summary)
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("runner: %s failed: %s at step %s", o.op, e.Kind, e.Step)}
 	}

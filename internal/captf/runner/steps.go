@@ -55,6 +55,7 @@ func (r *run) step(ctx context.Context, name string, quiet bool, fn func(ctx con
 		r.tf.SetStdout(io.Discard)
 		defer r.tf.SetStdout(r.stdout)
 	}
+	r.current.Store(name)
 	r.logf("step %s started", name)
 	start := time.Now()
 	err := fn(ctx)
@@ -98,10 +99,14 @@ func (r *run) stepFailure(ctx context.Context, name string, err error) *failure 
 	return &failure{kind: runresult.KindStep, step: name, summary: summary}
 }
 
+// ansiEscape matches the colour codes of commands terraform-exec runs without -no-color
+// (state push).
+var ansiEscape = regexp.MustCompile("\x1b\\[[0-9;]*m")
+
 // errorBlock cuts a step's error output to the result's bound: from the last "Error: " line
 // (the runtime's final diagnostic, whose first lines say what went wrong), else the tail.
 func errorBlock(s string) string {
-	s = strings.TrimSpace(s)
+	s = strings.TrimSpace(ansiEscape.ReplaceAllString(s, ""))
 	if i := strings.LastIndex(s, "Error: "); i >= 0 {
 		return runresult.Head(s[i:], runresult.MaxSummaryBytes)
 	}
