@@ -196,4 +196,10 @@ const (
 	BackendStateKey = "tfstate"
 	// LockInfoAnnotation on the lock Lease holds the lock's JSON info.
 	LockInfoAnnotation = "app.terraform.io/lock-info"
+	// BackendManagedByLabel is set to "terraform" by the backend (OpenTofu's too) on its state
+	// Secrets and lock Lease.
+	BackendManagedByLabel = "app.kubernetes.io/managed-by"
+	// StateChunkInfix joins the base state Secret's name and a chunk index in the names of the
+	// chunks Terraform splits a large state into: <base>-part-<N>, N >= 1.
+	StateChunkInfix = "-part-"
 )

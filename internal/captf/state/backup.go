@@ -234,7 +234,7 @@ func createChunk(ctx context.Context, c client.Client, snap *Snapshot, owner met
 func backupLabels(snap *Snapshot) map[string]string {
 	l := make(map[string]string, len(snap.Labels)+4)
 	for k, v := range snap.Labels {
-		if strings.HasPrefix(k, contract.BackendStateLabel) || k == "app.kubernetes.io/managed-by" || k == captfv1.RetainedFromUIDLabel {
+		if strings.HasPrefix(k, contract.BackendStateLabel) || k == contract.BackendManagedByLabel || k == captfv1.RetainedFromUIDLabel {
 			continue
 		}
 		l[k] = v

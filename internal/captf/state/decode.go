@@ -29,11 +29,13 @@ const (
 
 // Caps on the few strings copied out of a state: they end up in annotations and status.
 const (
-	maxLineageLen   = 128
-	maxVersionLen   = 64
-	partInfix       = "-part-"
-	maxPartIndexLen = 9 // "-part-999999999"; anything longer is no chunk of ours
+	maxLineageLen = 128
+	maxVersionLen = 64
 )
+
+// maxPartIndexLen bounds the digits of a chunk index ("-part-999999999"), so a hostile name
+// never reaches strconv with a number that could overflow; a longer one is no chunk of ours.
+const maxPartIndexLen = 9
 
 // Snapshot is what the controller needs to know about a readable state. It holds no resource
 // attributes: only the root outputs, whose values are sensitive (see Output).
@@ -193,7 +195,7 @@ func ChunkIndex(name, base string) (int, bool) {
 	if name == base {
 		return 0, true
 	}
-	digits, ok := strings.CutPrefix(name, base+partInfix)
+	digits, ok := strings.CutPrefix(name, base+contract.StateChunkInfix)
 	if !ok || digits == "" || len(digits) > maxPartIndexLen || digits[0] == '0' {
 		return 0, false
 	}
@@ -209,7 +211,7 @@ func ChunkName(base string, i int) string {
 	if i == 0 {
 		return base
 	}
-	return base + partInfix + strconv.Itoa(i)
+	return base + contract.StateChunkInfix + strconv.Itoa(i)
 }
 
 // orderChunks checks the names of the Secrets the selector returned and orders them by chunk.
@@ -229,7 +231,7 @@ func orderChunks(secrets []corev1.Secret, base string) ([]*corev1.Secret, error)
 		if !ok {
 			return nil, newError(captfv1.StateInconsistentReason, base,
 				fmt.Sprintf("Secret %s carries the backend's labels for this state but is not one of its chunks (%s or %s%sN); delete it or remove its %s label",
-					s.Name, base, base, partInfix, contract.BackendSuffixLabel))
+					s.Name, base, base, contract.StateChunkInfix, contract.BackendSuffixLabel))
 		}
 		found = append(found, indexed{i, s})
 	}

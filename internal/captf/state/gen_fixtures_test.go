@@ -338,7 +338,7 @@ func (g *generator) captureLarge() {
 			Name: contract.StateSecretName(suffix), Namespace: g.ns,
 			Labels: map[string]string{
 				contract.BackendStateLabel: "true", contract.BackendSuffixLabel: suffix,
-				contract.BackendWorkspaceLabel: "default", "app.kubernetes.io/managed-by": "terraform",
+				contract.BackendWorkspaceLabel: "default", contract.BackendManagedByLabel: "terraform",
 			},
 			Annotations: map[string]string{"encoding": "gzip"},
 		},

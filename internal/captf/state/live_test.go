@@ -312,7 +312,7 @@ func TestBackupsLive(t *testing.T) {
 	g.Expect(rb.Labels).To(HaveKeyWithValue(captfv1.OwnerKindLabel, contract.KindCluster))
 	for k := range rb.Labels {
 		g.Expect(k).NotTo(HavePrefix("tfstate"))
-		g.Expect(k).NotTo(Equal("app.kubernetes.io/managed-by"))
+		g.Expect(k).NotTo(Equal(contract.BackendManagedByLabel))
 	}
 	g.Expect(rb.Annotations).NotTo(HaveKey(BackupSourceJobAnnotation))
 }
