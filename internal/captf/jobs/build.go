@@ -1,0 +1,353 @@
+package jobs
+
+import (
+	"maps"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+	"github.com/capx-io/capx/internal/captf/contract"
+)
+
+// Containers of a Job's Pod.
+const (
+	// RunnerContainer is the init container that copies the runner into the Pod.
+	RunnerContainer = "runner"
+	// SourceContainer runs the runner inside the module image; its termination message is the
+	// run's result document.
+	SourceContainer = "source"
+)
+
+// Fixed parts of the Pod.
+const (
+	// ManagerBinary is the manager's path in its image; `manager runner copy` is the init step.
+	ManagerBinary = "/manager"
+	// StopTimeout is how long the runner may take after SIGTERM; TerminationGracePeriod leaves
+	// it 30 s more to write its result before the kubelet kills the container.
+	StopTimeout            = "570s"
+	TerminationGracePeriod = 600
+	// RunAsID is the user, group and fsGroup of every container: the module image contract's
+	// recommended non-root user, and the group that makes the 0440 Secret files readable.
+	RunAsID = 65532
+	// SafeToEvictAnnotation tells the cluster autoscaler not to evict a Pod for a scale-down.
+	SafeToEvictAnnotation = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+)
+
+// Volumes of the Pod.
+const (
+	volumeRunner  = "runner"
+	volumeWork    = "work"
+	volumeTmp     = "tmp"
+	volumeConfig  = "config"
+	volumeCreds   = "creds"
+	volumePlanKey = "plan-key"
+	planKeyItem   = "key"
+	secretMode    = int32(0o440)
+)
+
+// Params is everything one Job depends on. The caller resolves it all (the effective policy,
+// the image to run, the attempt) so that Build stays a pure function.
+type Params struct {
+	// Owner is the CAPTF object the Job runs for.
+	Owner Owner
+	// Op is the operation (contract.OpApply, ...).
+	Op string
+	// Attempt counts this op's consecutive failures plus one.
+	Attempt int
+	// InputsHash is the hash of the rendered inputs the Job runs (for a destroy, those of the
+	// durable copy). It is recorded on the Job and part of its name.
+	InputsHash string
+	// Tick separates runs that would otherwise share a name (see Name).
+	Tick string
+	// Policy is the object's effective Job policy.
+	Policy Policy
+	// ManagerImage is the manager's own image: its binary is the runner.
+	ManagerImage string
+	// Source is the module image and its pull policy; Image may be a pinned repo@digest.
+	Source captfv1.WorkspaceSource
+	// CredentialsSecret names the Secret whose keys reach the module as environment
+	// variables and files; "" for none.
+	CredentialsSecret string
+	// ForceUnlock is the ID of a stale state lock of one of our own runs to remove after init.
+	ForceUnlock string
+	// Guard makes an apply plan first and stop before deleting or replacing anything unless the
+	// deletes were approved.
+	Guard *Guard
+	// ExpectPlan is the approved plan hash an apply must reproduce before it applies.
+	ExpectPlan string
+	// PlanKeySecret names the object's plan key Secret, mounted on plan Jobs and approved
+	// applies (those that compute a plan hash).
+	PlanKeySecret string
+	// Restore describes the backup a restore Job pushes.
+	Restore *Restore
+}
+
+// Guard is a guarded apply.
+type Guard struct {
+	// Hash is what an approval of deletes names: the inputs hash (pools: the approval hash).
+	Hash string
+	// AllowDeletesHash approves deletes when it equals Hash.
+	AllowDeletesHash string
+}
+
+// Restore is the backup a restore Job pushes.
+type Restore struct {
+	// Serial is the backup's state serial.
+	Serial int64
+	// Chunks are the backup's Secrets in chunk order; each one's "tfstate" key is projected to
+	// <config>/restore/<i>.
+	Chunks []string
+	// Resources is the number of managed resources the backup counted (0 skips the check).
+	Resources int
+}
+
+// Name is the Job's name (see Name).
+func (p Params) Name() string {
+	return Name(p.Owner.Kind, p.Owner.Name, p.Op, p.Attempt, p.InputsHash, p.Tick)
+}
+
+// mounts the plan key: only Jobs that compute a plan hash read it, so no other Job exposes it.
+func (p Params) mountsPlanKey() bool {
+	return p.PlanKeySecret != "" && (p.Op == contract.OpPlan || (p.Op == contract.OpApply && p.ExpectPlan != ""))
+}
+
+// Build returns the Job of one operation. It is pure: the same Params give the same Job.
+func Build(p Params) *batchv1.Job {
+	name := p.Name()
+	labels := p.Owner.Labels()
+	labels[captfv1.OperationLabel] = p.Op
+	labels[captfv1.AttemptLabel] = strconv.Itoa(p.Attempt)
+	annotations := map[string]string{}
+	if p.InputsHash != "" {
+		annotations[captfv1.InputsHashAnnotation] = p.InputsHash
+	}
+	if p.ExpectPlan != "" {
+		annotations[captfv1.PlanHashAnnotation] = p.ExpectPlan
+	}
+	if p.Restore != nil {
+		annotations[captfv1.RestoreSerialAnnotation] = strconv.FormatInt(p.Restore.Serial, 10)
+	}
+	var podAnnotations map[string]string
+	if p.Op == contract.OpApply || p.Op == contract.OpDestroy || p.Op == contract.OpRestore {
+		// Evicting a Pod mid-apply interrupts the module and can leave the state locked.
+		podAnnotations = map[string]string{SafeToEvictAnnotation: "false"}
+	}
+
+	return &batchv1.Job{
+		TypeMeta: metav1.TypeMeta{APIVersion: batchv1.SchemeGroupVersion.String(), Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       p.Owner.Namespace,
+			Name:            name,
+			Labels:          labels,
+			Annotations:     annotations,
+			OwnerReferences: []metav1.OwnerReference{p.Owner.ControllerRef()},
+		},
+		Spec: batchv1.JobSpec{
+			// A failed run is retried by the controller with a new attempt (and backoff), never
+			// by the Job controller: each attempt must be a separate, accountable Job.
+			BackoffLimit:          ptr.To[int32](0),
+			ActiveDeadlineSeconds: ptr.To(p.Policy.ActiveDeadlineSeconds),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(labels), Annotations: podAnnotations},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                 corev1.RestartPolicyNever,
+					ServiceAccountName:            p.Policy.ServiceAccountName,
+					AutomountServiceAccountToken:  ptr.To(true), // the backend's in_cluster_config
+					EnableServiceLinks:            ptr.To(false),
+					TerminationGracePeriodSeconds: ptr.To[int64](TerminationGracePeriod),
+					ImagePullSecrets:              slices.Clone(p.Policy.ImagePullSecrets),
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot:   ptr.To(true),
+						RunAsUser:      ptr.To[int64](RunAsID),
+						RunAsGroup:     ptr.To[int64](RunAsID),
+						FSGroup:        ptr.To[int64](RunAsID),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					InitContainers: []corev1.Container{runnerContainer(p)},
+					Containers:     []corev1.Container{sourceContainer(p)},
+					Volumes:        volumes(p, name),
+				},
+			},
+		},
+	}
+}
+
+func runnerContainer(p Params) corev1.Container {
+	return corev1.Container{
+		Name:            RunnerContainer,
+		Image:           p.ManagerImage,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:         []string{ManagerBinary, "runner", "copy", contract.RunnerPath},
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		},
+		VolumeMounts:             []corev1.VolumeMount{{Name: volumeRunner, MountPath: contract.BinDir}},
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		SecurityContext:          containerSecurity(),
+	}
+}
+
+func sourceContainer(p Params) corev1.Container {
+	pull := p.Source.ImagePullPolicy
+	if pull == "" {
+		pull = corev1.PullIfNotPresent
+	}
+	env := []corev1.EnvVar{
+		{Name: "TF_IN_AUTOMATION", Value: "1"},
+		{Name: "TF_INPUT", Value: "0"},
+		{Name: "HOME", Value: contract.WorkDir},
+		{Name: "TMPDIR", Value: "/tmp"},
+		{Name: "KUBE_NAMESPACE", Value: p.Owner.Namespace},
+		{Name: "CHECKPOINT_DISABLE", Value: "1"},
+	}
+	for _, e := range p.Policy.Env {
+		if !RunnerOwnsEnv(e.Name) {
+			env = append(env, *e.DeepCopy())
+		}
+	}
+	mounts := []corev1.VolumeMount{
+		{Name: volumeRunner, MountPath: contract.BinDir, ReadOnly: true},
+		{Name: volumeWork, MountPath: contract.WorkDir},
+		{Name: volumeTmp, MountPath: "/tmp"},
+		{Name: volumeConfig, MountPath: contract.ConfigDir, ReadOnly: true},
+	}
+	var envFrom []corev1.EnvFromSource
+	if p.CredentialsSecret != "" {
+		envFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: p.CredentialsSecret},
+		}}}
+		mounts = append(mounts, corev1.VolumeMount{Name: volumeCreds, MountPath: contract.CredentialsDir, ReadOnly: true})
+	}
+	if p.mountsPlanKey() {
+		mounts = append(mounts, corev1.VolumeMount{Name: volumePlanKey, MountPath: contract.PlanKeyDir, ReadOnly: true})
+	}
+	return corev1.Container{
+		Name:                     SourceContainer,
+		Image:                    p.Source.Image,
+		ImagePullPolicy:          pull,
+		Command:                  []string{contract.RunnerPath, "run"},
+		Args:                     runnerArgs(p),
+		Env:                      env,
+		EnvFrom:                  envFrom,
+		Resources:                *p.Policy.Resources.DeepCopy(),
+		VolumeMounts:             mounts,
+		TerminationMessagePath:   contract.TerminationLog,
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		SecurityContext:          containerSecurity(),
+	}
+}
+
+// runnerArgs are the flags of `runner run` (internal/captf/runner). Paths are left at the
+// runner's defaults, which are the contract's paths this Job mounts.
+func runnerArgs(p Params) []string {
+	args := []string{
+		"--op=" + p.Op,
+		"--image=" + p.Source.Image,
+		"--lock-timeout=" + strconv.Itoa(int(p.Policy.LockTimeoutSeconds)) + "s",
+		"--stop-timeout=" + StopTimeout,
+		"--backend-config=secret_suffix=" + p.Owner.StateSuffix(),
+		"--backend-config=namespace=" + p.Owner.Namespace,
+		"--backend-config=in_cluster_config=true",
+		// The state Secrets carry the owner's labels and clusterctl's move label, so the state
+		// is found by the owner's selector and moves with the object.
+		"--backend-config=labels=" + hclMap(p.Owner.MoveLabels()),
+	}
+	if p.ForceUnlock != "" {
+		args = append(args, "--force-unlock="+p.ForceUnlock)
+	}
+	if g := p.Guard; g != nil && p.Op == contract.OpApply {
+		args = append(args, "--guard-deletes", "--inputs-hash="+g.Hash)
+		if g.AllowDeletesHash != "" {
+			args = append(args, "--allow-deletes-hash="+g.AllowDeletesHash)
+		}
+	}
+	if p.ExpectPlan != "" && p.Op == contract.OpApply {
+		args = append(args, "--expect-plan="+p.ExpectPlan)
+	}
+	if p.mountsPlanKey() {
+		args = append(args, "--plan-key-file="+contract.PlanKeyFile)
+	}
+	if r := p.Restore; r != nil && p.Op == contract.OpRestore {
+		args = append(args, "--restore-chunks="+strconv.Itoa(len(r.Chunks)), "--restore-resources="+strconv.Itoa(r.Resources))
+	}
+	return args
+}
+
+// hclMap writes labels as the HCL object -backend-config parses for a map attribute:
+// {"k"="v",...}, keys sorted. Label keys and values cannot contain quotes, backslashes or
+// template sequences, so quoting needs no escapes.
+func hclMap(m map[string]string) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"` + k + `"="` + m[k] + `"`)
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+func containerSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		Privileged:               ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		RunAsNonRoot:             ptr.To(true),
+		RunAsUser:                ptr.To[int64](RunAsID),
+		RunAsGroup:               ptr.To[int64](RunAsID),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+func volumes(p Params, jobName string) []corev1.Volume {
+	empty := func(name string) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+	}
+	vols := []corev1.Volume{empty(volumeRunner), empty(volumeWork), empty(volumeTmp), configVolume(p, jobName)}
+	if p.CredentialsSecret != "" {
+		vols = append(vols, corev1.Volume{Name: volumeCreds, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: p.CredentialsSecret, DefaultMode: ptr.To(secretMode),
+		}}})
+	}
+	if p.mountsPlanKey() {
+		vols = append(vols, corev1.Volume{Name: volumePlanKey, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: p.PlanKeySecret, DefaultMode: ptr.To(secretMode),
+			Items: []corev1.KeyToPath{{Key: planKeyItem, Path: planKeyItem}},
+		}}})
+	}
+	return vols
+}
+
+// configVolume mounts the per-run Secret at contract.ConfigDir. A restore Job projects the
+// backup's chunk Secrets beside it, chunk i's state as restore/<i>, which is where the runner
+// assembles the state from.
+func configVolume(p Params, jobName string) corev1.Volume {
+	run := RunSecretName(jobName)
+	if p.Restore == nil || p.Op != contract.OpRestore {
+		return corev1.Volume{Name: volumeConfig, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: run, DefaultMode: ptr.To(secretMode),
+		}}}
+	}
+	sources := []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: run}}}}
+	for i, chunk := range p.Restore.Chunks {
+		sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: chunk},
+			Items:                []corev1.KeyToPath{{Key: contract.BackendStateKey, Path: path.Join(contract.RestoreDir, strconv.Itoa(i))}},
+		}})
+	}
+	return corev1.Volume{Name: volumeConfig, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: sources, DefaultMode: ptr.To(secretMode),
+	}}}
+}

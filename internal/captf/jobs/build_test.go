@@ -1,0 +1,242 @@
+package jobs
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/yaml"
+
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+	"github.com/capx-io/capx/internal/captf/contract"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata (or set UPDATE_GOLDEN=1)")
+
+// golden compares got with testdata/<name>, or rewrites the file when asked to.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update || os.Getenv("UPDATE_GOLDEN") == "1" {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file: %v (create it with UPDATE_GOLDEN=1 go test ./internal/captf/jobs)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the built Job (rewrite with UPDATE_GOLDEN=1 if the change is intended):\n--- got\n%s", path, got)
+	}
+}
+
+// params are one Job of each operation for a machine pool, as the reconciler would ask.
+func params() map[string]Params {
+	policy := Effective(&captfv1.JobPolicy{
+		Env:              []corev1.EnvVar{{Name: "HTTPS_PROXY", Value: "http://proxy:3128"}},
+		ImagePullSecrets: []corev1.LocalObjectReference{{Name: "registry"}},
+	})
+	base := Params{
+		Owner:             Owner{Kind: contract.KindMachinePool, Namespace: "ns1", Name: "pool-1", UID: "uid-pool-1", ClusterName: "c1"},
+		Attempt:           1,
+		InputsHash:        "h2:0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0",
+		Policy:            policy,
+		ManagerImage:      "ghcr.io/capx-io/capx-manager:v0.1.0",
+		Source:            captfv1.WorkspaceSource{Image: "registry.example/modules/pool@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"},
+		CredentialsSecret: "cloud-credentials",
+		PlanKeySecret:     "captf-plankey-mp-pool-1",
+	}
+	with := func(op string, change func(*Params)) Params {
+		p := base
+		p.Op = op
+		change(&p)
+		return p
+	}
+	return map[string]Params{
+		contract.OpPlan: with(contract.OpPlan, func(*Params) {}),
+		contract.OpApply: with(contract.OpApply, func(p *Params) {
+			p.Attempt = 2
+			p.Guard = &Guard{Hash: "h2:approval", AllowDeletesHash: "h2:approval"}
+			p.ExpectPlan = "p2:9a8b7c6d5e4f"
+			p.ForceUnlock = "9c4f3c2e-1f0b-4f5e-9d8c-7b6a5f4e3d2c"
+		}),
+		contract.OpDestroy: with(contract.OpDestroy, func(p *Params) { p.Source.ImagePullPolicy = corev1.PullAlways }),
+		contract.OpRefresh: with(contract.OpRefresh, func(p *Params) {
+			p.Tick = "2026-01-02T03:04:05Z"
+			p.CredentialsSecret = ""
+		}),
+		contract.OpDrift: with(contract.OpDrift, func(p *Params) {
+			p.Tick = "2026-01-02T03:04:05Z"
+			p.Policy.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("4Gi")}}
+		}),
+		contract.OpRestore: with(contract.OpRestore, func(p *Params) {
+			p.Tick = "restore-7"
+			p.Restore = &Restore{Serial: 7, Resources: 3, Chunks: []string{
+				"captf-state-backup-0123456789abcdef-mp-7", "captf-state-backup-0123456789abcdef-mp-7-part-1",
+			}}
+		}),
+	}
+}
+
+func TestBuildGolden(t *testing.T) {
+	for op, p := range params() {
+		t.Run(op, func(t *testing.T) {
+			b, err := yaml.Marshal(Build(p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, op+".yaml", b)
+		})
+	}
+}
+
+func TestBuild(t *testing.T) {
+	for op, p := range params() {
+		t.Run(op, func(t *testing.T) {
+			g := NewWithT(t)
+			job := Build(p)
+			g.Expect(Build(p)).To(Equal(job), "pure")
+			g.Expect(job.Name).To(Equal(p.Name()))
+			g.Expect(len(job.Name)).To(BeNumerically("<=", MaxNameLength))
+			g.Expect(job.Namespace).To(Equal("ns1"))
+			g.Expect(job.OwnerReferences).To(ConsistOf(p.Owner.ControllerRef()))
+			g.Expect(job.Labels).To(Equal(map[string]string{
+				"captf.io/managed": "true",
+				"captf.infrastructure.cluster.x-k8s.io/owner-kind": "TerraformMachinePool",
+				"captf.infrastructure.cluster.x-k8s.io/owner-name": "pool-1",
+				"cluster.x-k8s.io/cluster-name":                    "c1",
+				"captf.infrastructure.cluster.x-k8s.io/op":         op,
+				"captf.infrastructure.cluster.x-k8s.io/attempt":    job.Labels[captfv1.AttemptLabel],
+			}))
+			g.Expect(job.Spec.Template.Labels).To(Equal(job.Labels), "the Pods are in the manager's cache too")
+			g.Expect(job.Annotations).To(HaveKeyWithValue(captfv1.InputsHashAnnotation, p.InputsHash))
+			g.Expect(*job.Spec.BackoffLimit).To(BeZero())
+			g.Expect(job.Spec.TTLSecondsAfterFinished).To(BeNil(), "the controller prunes by history")
+			g.Expect(*job.Spec.ActiveDeadlineSeconds).To(Equal(int64(3600)))
+
+			pod := job.Spec.Template.Spec
+			g.Expect(pod.RestartPolicy).To(Equal(corev1.RestartPolicyNever))
+			g.Expect(pod.ServiceAccountName).To(Equal("captf-runner"))
+			g.Expect(*pod.TerminationGracePeriodSeconds).To(Equal(int64(600)))
+			g.Expect(*pod.SecurityContext.FSGroup).To(Equal(int64(65532)))
+			g.Expect(pod.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
+			g.Expect(pod.ImagePullSecrets).To(Equal([]corev1.LocalObjectReference{{Name: "registry"}}))
+
+			g.Expect(pod.InitContainers).To(HaveLen(1))
+			runner := pod.InitContainers[0]
+			g.Expect(runner.Name).To(Equal("runner"))
+			g.Expect(runner.Image).To(Equal(p.ManagerImage))
+			g.Expect(runner.Command).To(Equal([]string{"/manager", "runner", "copy", "/captf/bin/runner"}))
+
+			g.Expect(pod.Containers).To(HaveLen(1))
+			source := pod.Containers[0]
+			g.Expect(source.Name).To(Equal("source"))
+			g.Expect(source.Image).To(Equal(p.Source.Image))
+			g.Expect(source.Command).To(Equal([]string{"/captf/bin/runner", "run"}))
+			g.Expect(source.TerminationMessagePolicy).To(Equal(corev1.TerminationMessageReadFile))
+			g.Expect(source.Args).To(ContainElements(
+				"--op="+op, "--stop-timeout=570s", "--lock-timeout=300s",
+				"--backend-config=secret_suffix="+contract.StateSuffix("ns1", contract.KindMachinePool, "pool-1"),
+				"--backend-config=namespace=ns1", "--backend-config=in_cluster_config=true",
+				`--backend-config=labels={"captf.infrastructure.cluster.x-k8s.io/owner-kind"="TerraformMachinePool","captf.infrastructure.cluster.x-k8s.io/owner-name"="pool-1","captf.io/managed"="true","cluster.x-k8s.io/cluster-name"="c1","clusterctl.cluster.x-k8s.io/move"=""}`,
+			))
+			g.Expect(source.Env[:6]).To(Equal([]corev1.EnvVar{
+				{Name: "TF_IN_AUTOMATION", Value: "1"}, {Name: "TF_INPUT", Value: "0"}, {Name: "HOME", Value: "/captf/work"},
+				{Name: "TMPDIR", Value: "/tmp"}, {Name: "KUBE_NAMESPACE", Value: "ns1"}, {Name: "CHECKPOINT_DISABLE", Value: "1"},
+			}))
+			g.Expect(source.Env).To(ContainElement(corev1.EnvVar{Name: "HTTPS_PROXY", Value: "http://proxy:3128"}))
+
+			for _, c := range append(slices.Clone(pod.InitContainers), pod.Containers...) {
+				sc := c.SecurityContext
+				g.Expect(*sc.RunAsNonRoot && *sc.ReadOnlyRootFilesystem && !*sc.AllowPrivilegeEscalation && !*sc.Privileged).To(BeTrue(), c.Name)
+				g.Expect(*sc.RunAsUser).To(Equal(int64(65532)), c.Name)
+				g.Expect(sc.Capabilities.Drop).To(Equal([]corev1.Capability{"ALL"}), c.Name)
+				for _, m := range c.VolumeMounts {
+					g.Expect(slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })).To(BeTrue(), "%s mounts %s", c.Name, m.Name)
+				}
+			}
+			mounts := map[string]string{}
+			for _, m := range source.VolumeMounts {
+				mounts[m.MountPath] = m.Name
+				if m.Name != "work" && m.Name != "tmp" {
+					g.Expect(m.ReadOnly).To(BeTrue(), m.Name)
+				}
+			}
+			g.Expect(mounts).To(HaveKeyWithValue("/captf/bin", "runner"))
+			g.Expect(mounts).To(HaveKeyWithValue("/captf/work", "work"))
+			g.Expect(mounts).To(HaveKeyWithValue("/tmp", "tmp"))
+			g.Expect(mounts).To(HaveKeyWithValue("/captf/config", "config"))
+
+			planKey := op == contract.OpPlan || (op == contract.OpApply && p.ExpectPlan != "")
+			g.Expect(mounts).To(Equal(withIf(mounts, planKey, "/captf/plan-key", "plan-key")))
+			g.Expect(slices.Contains(source.Args, "--plan-key-file=/captf/plan-key/key")).To(Equal(planKey))
+			creds := p.CredentialsSecret != ""
+			g.Expect(mounts).To(Equal(withIf(mounts, creds, "/var/run/captf/credentials", "creds")))
+			g.Expect(source.EnvFrom != nil).To(Equal(creds))
+
+			safe := op == contract.OpApply || op == contract.OpDestroy || op == contract.OpRestore
+			g.Expect(job.Spec.Template.Annotations["cluster-autoscaler.kubernetes.io/safe-to-evict"] == "false").To(Equal(safe))
+			for _, v := range pod.Volumes {
+				if v.Secret != nil {
+					g.Expect(*v.Secret.DefaultMode).To(Equal(int32(0o440)), v.Name)
+				}
+			}
+		})
+	}
+}
+
+// withIf returns m, which must hold key exactly when want is true.
+func withIf(m map[string]string, want bool, key, value string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		out[k] = v
+	}
+	delete(out, key)
+	if want {
+		out[key] = value
+	}
+	return out
+}
+
+func TestBuildOperationFlags(t *testing.T) {
+	g := NewWithT(t)
+	ps := params()
+	apply := Build(ps[contract.OpApply]).Spec.Template.Spec.Containers[0].Args
+	g.Expect(apply).To(ContainElements("--guard-deletes", "--inputs-hash=h2:approval", "--allow-deletes-hash=h2:approval",
+		"--expect-plan=p2:9a8b7c6d5e4f", "--force-unlock=9c4f3c2e-1f0b-4f5e-9d8c-7b6a5f4e3d2c"))
+	g.Expect(Build(ps[contract.OpApply]).Annotations).To(HaveKeyWithValue(captfv1.PlanHashAnnotation, "p2:9a8b7c6d5e4f"))
+
+	// Flags of one operation never leak into another's Job.
+	p := ps[contract.OpDestroy]
+	p.Guard, p.ExpectPlan, p.Restore = &Guard{Hash: "h"}, "p2:x", &Restore{Chunks: []string{"x"}}
+	for _, a := range Build(p).Spec.Template.Spec.Containers[0].Args {
+		g.Expect(a).NotTo(Or(HavePrefix("--guard"), HavePrefix("--inputs-hash"), HavePrefix("--expect-plan"), HavePrefix("--restore"), HavePrefix("--plan-key")))
+	}
+
+	restore := Build(ps[contract.OpRestore])
+	g.Expect(restore.Annotations).To(HaveKeyWithValue(captfv1.RestoreSerialAnnotation, "7"))
+	g.Expect(restore.Spec.Template.Spec.Containers[0].Args).To(ContainElements("--restore-chunks=2", "--restore-resources=3"))
+	config := restore.Spec.Template.Spec.Volumes[3]
+	g.Expect(config.Name).To(Equal("config"))
+	g.Expect(config.Projected.Sources).To(HaveLen(3))
+	g.Expect(config.Projected.Sources[0].Secret.Name).To(Equal(RunSecretName(restore.Name)))
+	g.Expect(config.Projected.Sources[0].Secret.Items).To(BeEmpty(), "main.tf.json and terraform.tfvars.json at the top")
+	for i, src := range config.Projected.Sources[1:] {
+		g.Expect(src.Secret.Name).To(Equal(ps[contract.OpRestore].Restore.Chunks[i]))
+		g.Expect(src.Secret.Items).To(Equal([]corev1.KeyToPath{{Key: "tfstate", Path: "restore/" + string(rune('0'+i))}}))
+	}
+	g.Expect(*config.Projected.DefaultMode).To(Equal(int32(0o440)))
+
+	refresh := Build(ps[contract.OpRefresh])
+	g.Expect(refresh.Spec.Template.Spec.Volumes[3].Secret.SecretName).To(Equal(RunSecretName(refresh.Name)))
+	g.Expect(strings.Join(refresh.Spec.Template.Spec.Containers[0].Args, " ")).NotTo(ContainSubstring("--force-unlock"))
+}
