@@ -209,3 +209,31 @@ func TestErroredStateIsPushed(t *testing.T) {
 		check(t, f.run(ctx, "apply", "--bin="+erroredRuntime(t)), f, runresult.KindInterrupted)
 	})
 }
+
+// TestHardStop: a runtime that ignores SIGINT and keeps its output open cannot keep the runner
+// past --stop-timeout; the result is still written, so the controller learns what happened.
+func TestHardStop(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	f := newFixture(t, "machine")
+	stubborn := filepath.Join(t.TempDir(), "runtime")
+	must(t, os.WriteFile(stubborn, []byte(`#!/bin/sh
+if [ "$1" = apply ]; then
+  trap '' INT TERM
+  echo "applying forever"
+  sleep 60
+  exit 1
+fi
+exec "`+tofuBin+`" "$@"
+`), 0o755))
+
+	cmd, out, resultFile := f.start("apply", "--bin="+stubborn, "--stop-timeout=6s")
+	g.Eventually(out.String, time.Minute, 100*time.Millisecond).Should(ContainSubstring("applying forever"))
+	stopped := time.Now()
+	must(t, cmd.Process.Signal(syscall.SIGTERM))
+	_ = cmd.Wait()
+	g.Expect(time.Since(stopped)).To(BeNumerically("<", 15*time.Second))
+	o := f.outcome(resultFile, out.String(), cmd.ProcessState.ExitCode())
+	g.Expect(o.res.Error).To(Equal(&runresult.Error{Kind: runresult.KindInterrupted, Step: "apply",
+		Summary: "the runtime did not stop within --stop-timeout=6s; the state may still be locked"}))
+}
