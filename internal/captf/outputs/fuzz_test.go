@@ -42,7 +42,7 @@ var roles = []contract.Role{contract.RoleCluster, contract.RoleMachine, contract
 // for the role picked by role%3 (role&4 sets EndpointFromUser). Seeds are the outputs of the
 // captured states and valid outputs of every role.
 //
-//	go test ./internal/captf/outputs -run '^$' -fuzz FuzzOutputs -fuzztime 5m
+//	go test ./internal/captf/outputs -run '^$' -fuzz FuzzOutputs -fuzztime 5m -fuzzminimizetime 10x
 func FuzzOutputs(f *testing.F) {
 	for _, name := range []string{"single", "relabeled", "chunked-small"} {
 		s := fixtureSnapshot(f, name)

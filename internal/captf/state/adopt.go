@@ -52,21 +52,15 @@ func Adopt(ctx context.Context, c client.Client, namespace, suffix string, owner
 		return newError(captfv1.StateNotFoundReason, base,
 			fmt.Sprintf("no Secret %s in namespace %s to adopt; the apply did not write a state", base, namespace))
 	}
-	for i := range chunks {
-		_, err := patchMeta(ctx, c, &chunks[i], func(m *metav1.ObjectMeta) bool {
-			changed := ensureOwner(m, owner)
-			changed = setLabel(m, captfv1.ManagedLabel, "true") || changed
-			changed = setLabel(m, clusterctlv1.ClusterctlMoveLabel, "") || changed
-			if m.Name == base && inputsHash != "" {
-				changed = setAnnotation(m, captfv1.InputsHashAnnotation, inputsHash) || changed
-			}
-			return changed
-		})
-		if err != nil {
-			return fmt.Errorf("state: adopt Secret %s in namespace %s: %w", chunks[i].Name, namespace, err)
+	return patchEach(ctx, c, chunks, "adopt", func(m *metav1.ObjectMeta) bool {
+		changed := ensureOwner(m, owner)
+		changed = setLabel(m, captfv1.ManagedLabel, "true") || changed
+		changed = setLabel(m, clusterctlv1.ClusterctlMoveLabel, "") || changed
+		if m.Name == base && inputsHash != "" {
+			changed = setAnnotation(m, captfv1.InputsHashAnnotation, inputsHash) || changed
 		}
-	}
-	return nil
+		return changed
+	})
 }
 
 // Delete deletes the state chunks of suffix and its lock Lease, after a successful destroy.
@@ -116,6 +110,16 @@ func patchMeta(ctx context.Context, c client.Client, obj *metav1.PartialObjectMe
 		}
 		obj.SetGroupVersionKind(gvk)
 	}
+}
+
+// patchEach applies change to each object with patchMeta; verb names the operation in errors.
+func patchEach(ctx context.Context, c client.Client, objs []metav1.PartialObjectMetadata, verb string, change func(*metav1.ObjectMeta) bool) error {
+	for i := range objs {
+		if _, err := patchMeta(ctx, c, &objs[i], change); err != nil {
+			return fmt.Errorf("state: %s Secret %s in namespace %s: %w", verb, objs[i].Name, objs[i].Namespace, err)
+		}
+	}
+	return nil
 }
 
 // deleteMeta deletes an object if it still is the one listed (same UID); gone is success.

@@ -23,7 +23,10 @@ const maxSeed = 64 << 10
 // JSON reader instead of failing at the gzip header; parts cuts it into that many chunks (the
 // last ones may be empty), and names spoils one chunk's name.
 //
-//	go test ./internal/captf/state -run '^$' -fuzz FuzzDecode -fuzztime 5m
+//	go test ./internal/captf/state -run '^$' -fuzz FuzzDecode -fuzztime 5m -fuzzminimizetime 10x
+//
+// (-fuzzminimizetime keeps the coordinator from spending a minute minimizing each new input
+// on a busy machine.)
 func FuzzDecode(f *testing.F) {
 	for _, name := range fixtureNames(f) {
 		fx := loadFixture(f, name)

@@ -25,6 +25,13 @@ import (
 
 // Live tests: the functions against a real API server, on the captured fixtures.
 
+// live starts a live test: the environment, a context, a namespace of its own and Gomega.
+func live(t *testing.T) (*testenv.Env, context.Context, string, *WithT) {
+	t.Helper()
+	e := liveEnv(t)
+	return e, context.Background(), e.NewNamespace(t), NewWithT(t)
+}
+
 // install creates a fixture's Secrets (and Lease) in ns and returns the fixture as stored.
 func install(t *testing.T, ns, name string) fixture {
 	t.Helper()
@@ -70,10 +77,7 @@ func getSecret(t *testing.T, ns, name string) *corev1.Secret {
 }
 
 func TestReadLive(t *testing.T) {
-	e := liveEnv(t)
-	ctx := context.Background()
-	ns := e.NewNamespace(t)
-	g := NewWithT(t)
+	e, ctx, ns, g := live(t)
 
 	chunked := install(t, ns, "chunked-small")
 	locked := install(t, ns, "locked")
@@ -135,10 +139,7 @@ func TestReadLive(t *testing.T) {
 }
 
 func TestAdoptLive(t *testing.T) {
-	e := liveEnv(t)
-	ctx := context.Background()
-	ns := e.NewNamespace(t)
-	g := NewWithT(t)
+	e, ctx, ns, g := live(t)
 
 	f := install(t, ns, "chunked-small")
 	ref := owner(t, ns, "adopt")
@@ -238,10 +239,7 @@ func snapshotWith(t *testing.T, ns string, serial int64, level int) *Snapshot {
 }
 
 func TestBackupsLive(t *testing.T) {
-	e := liveEnv(t)
-	ctx := context.Background()
-	ns := e.NewNamespace(t)
-	g := NewWithT(t)
+	e, ctx, ns, g := live(t)
 	ref := owner(t, ns, "backups")
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	at := func(minutes int) BackupOptions {
@@ -318,10 +316,7 @@ func TestBackupsLive(t *testing.T) {
 }
 
 func TestBackupRotationLive(t *testing.T) {
-	e := liveEnv(t)
-	ctx := context.Background()
-	ns := e.NewNamespace(t)
-	g := NewWithT(t)
+	e, ctx, ns, g := live(t)
 	ref := owner(t, ns, "rotation")
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	opts := func(minutes, keep int) BackupOptions {
@@ -433,10 +428,7 @@ func interruptedSet(t *testing.T, ns string, snap *Snapshot, ref metav1.OwnerRef
 }
 
 func TestRetainLive(t *testing.T) {
-	e := liveEnv(t)
-	ctx := context.Background()
-	ns := e.NewNamespace(t)
-	g := NewWithT(t)
+	e, ctx, ns, g := live(t)
 
 	f := install(t, ns, "chunked-small")
 	ref := owner(t, ns, "retain")
@@ -484,10 +476,7 @@ func TestRetainLive(t *testing.T) {
 }
 
 func TestDeleteLive(t *testing.T) {
-	e := liveEnv(t)
-	ctx := context.Background()
-	ns := e.NewNamespace(t)
-	g := NewWithT(t)
+	e, ctx, ns, g := live(t)
 
 	f := install(t, ns, "locked")
 	stray := secret(contract.StateSecretName(f.Suffix)+"-copy", []byte("x"))

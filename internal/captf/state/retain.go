@@ -23,16 +23,10 @@ func Retain(ctx context.Context, c client.Client, namespace, suffix string, uid 
 	if err != nil {
 		return err
 	}
-	for i := range objs {
-		_, err := patchMeta(ctx, c, &objs[i], func(m *metav1.ObjectMeta) bool {
-			changed := dropOwner(m, string(uid))
-			return setLabel(m, captfv1.RetainedFromUIDLabel, string(uid)) || changed
-		})
-		if err != nil {
-			return fmt.Errorf("state: retain Secret %s in namespace %s: %w", objs[i].Name, namespace, err)
-		}
-	}
-	return nil
+	return patchEach(ctx, c, objs, "retain", func(m *metav1.ObjectMeta) bool {
+		changed := dropOwner(m, string(uid))
+		return setLabel(m, captfv1.RetainedFromUIDLabel, string(uid)) || changed
+	})
 }
 
 // AdoptRetained is the reverse of Retain for a new object: the same Secrets get owner as their
@@ -43,16 +37,10 @@ func AdoptRetained(ctx context.Context, c client.Client, namespace, suffix strin
 	if err != nil {
 		return err
 	}
-	for i := range objs {
-		_, err := patchMeta(ctx, c, &objs[i], func(m *metav1.ObjectMeta) bool {
-			changed := ensureOwner(m, owner)
-			return removeLabel(m, captfv1.RetainedFromUIDLabel) || changed
-		})
-		if err != nil {
-			return fmt.Errorf("state: adopt retained Secret %s in namespace %s: %w", objs[i].Name, namespace, err)
-		}
-	}
-	return nil
+	return patchEach(ctx, c, objs, "adopt retained", func(m *metav1.ObjectMeta) bool {
+		changed := ensureOwner(m, owner)
+		return removeLabel(m, captfv1.RetainedFromUIDLabel) || changed
+	})
 }
 
 // retainable lists the metadata of everything Retain and AdoptRetained touch.
