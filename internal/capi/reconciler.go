@@ -66,6 +66,9 @@ type Scope[T Object] struct {
 	Machine *clusterv1.Machine
 	// MachinePool owning an InfraMachinePool.
 	MachinePool *clusterv1.MachinePool
+	// Observed is the provider's own record of this reconcile: its phases fill it in, and its
+	// UpdateStatus reads it (nil when no phase ran).
+	Observed any
 }
 
 // Deleting reports whether the object is being deleted.

@@ -7,7 +7,9 @@ import (
 	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -27,14 +29,19 @@ import (
 // it (tests start it themselves).
 func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 	syncPeriod := o.SyncPeriod
+	managed := labels.SelectorFromSet(labels.Set{captfv1.ManagedLabel: "true"})
 	cacheOpts := cache.Options{
 		SyncPeriod: &syncPeriod,
 		// The manager caches only the Secrets and Jobs it labels: a management cluster holds many
 		// Secrets, and caching them all costs memory and widens what a leak would expose. User
-		// Secrets (credentials, bootstrap data, variables) are read live through the API reader.
+		// Secrets (credentials, bootstrap data, variables), Pods and the backend's lock Leases are
+		// read live through the API reader.
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{captfv1.ManagedLabel: "true"})},
-			&batchv1.Job{}:   {Label: labels.SelectorFromSet(labels.Set{captfv1.ManagedLabel: "true"})},
+			&corev1.Secret{}:         {Label: managed},
+			&batchv1.Job{}:           {Label: managed},
+			&corev1.ServiceAccount{}: {Label: managed},
+			&rbacv1.RoleBinding{}:    {Label: managed},
+			&coordinationv1.Lease{}:  {Label: managed},
 		},
 	}
 	if o.Namespace != "" {
@@ -69,6 +76,10 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 			ClusterConcurrency:     o.Concurrency["terraformcluster"],
 			MachineConcurrency:     o.Concurrency["terraformmachine"],
 			MachinePoolConcurrency: o.Concurrency["terraformmachinepool"],
+			Engine: captfcontrollers.EngineOptions{
+				RunnerImage: o.RunnerImage, StateBackups: o.StateBackups, DriftInterval: o.DriftInterval,
+				MaxActiveJobs: o.MaxActiveJobs, ClusterMaxActiveJobs: o.ClusterMaxActiveJobs,
+			},
 		}); err != nil {
 			return nil, fmt.Errorf("set up CAPTF controllers: %w", err)
 		}

@@ -39,6 +39,13 @@ type Options struct {
 	MetricsAddr string
 
 	Concurrency map[string]int
+
+	// CAPTF engine settings.
+	RunnerImage          string
+	StateBackups         int
+	DriftInterval        time.Duration
+	MaxActiveJobs        int
+	ClusterMaxActiveJobs int
 }
 
 // concurrencyKinds are the kinds with a --<kind>-concurrency flag.
@@ -61,6 +68,11 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.Duration("leader-elect-retry-period", 2*time.Second, "Leader-election retry period.")
 	fs.String("health-addr", ":9440", "Address of the /healthz and /readyz probes.")
 	fs.String("metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; 0 disables it.")
+	fs.String("runner-image", "", "Image CAPTF Jobs copy the runner from: the manager's own image (env CAPX_RUNNER_IMAGE). Required with --providers=captf.")
+	fs.Int("state-backups", 5, "Complete state backups kept per CAPTF object; 0 takes no new backups (existing ones stay restorable).")
+	fs.Duration("drift-interval", 30*time.Minute, "Default interval between CAPTF drift checks; 0 disables drift checks unless an object sets its own.")
+	fs.Int("max-active-jobs", 200, "Cap on CAPTF Jobs running at once across the manager; 0 means no cap.")
+	fs.Int("cluster-max-active-jobs", 20, "Cap on CAPTF Jobs running at once per Cluster, unless its TerraformCluster sets spec.maxActiveJobs; 0 means no cap.")
 	for _, k := range concurrencyKinds {
 		fs.Int(k+"-concurrency", 10, fmt.Sprintf("Concurrent reconciles of %s objects (caps reconciles, not Jobs).", k))
 	}
@@ -84,6 +96,11 @@ func Load(v *viper.Viper) (*Options, error) {
 		HealthAddr:               v.GetString("health-addr"),
 		MetricsAddr:              v.GetString("metrics-bind-address"),
 		Concurrency:              map[string]int{},
+		RunnerImage:              v.GetString("runner-image"),
+		StateBackups:             v.GetInt("state-backups"),
+		DriftInterval:            v.GetDuration("drift-interval"),
+		MaxActiveJobs:            v.GetInt("max-active-jobs"),
+		ClusterMaxActiveJobs:     v.GetInt("cluster-max-active-jobs"),
 	}
 	for _, k := range concurrencyKinds {
 		o.Concurrency[k] = v.GetInt(k + "-concurrency")
@@ -113,6 +130,17 @@ func (o *Options) validate() error {
 	}
 	if o.LeaderElectRenewDeadline >= o.LeaderElectLeaseDuration {
 		errs = append(errs, errors.New("--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration"))
+	}
+	if o.Runs(ProviderCAPTF) && o.RunnerImage == "" {
+		errs = append(errs, errors.New("--runner-image (or CAPX_RUNNER_IMAGE) is required with the captf provider: every CAPTF Job copies its runner from the manager's image"))
+	}
+	for name, n := range map[string]int{"--state-backups": o.StateBackups, "--max-active-jobs": o.MaxActiveJobs, "--cluster-max-active-jobs": o.ClusterMaxActiveJobs} {
+		if n < 0 {
+			errs = append(errs, fmt.Errorf("%s must not be negative", name))
+		}
+	}
+	if o.DriftInterval < 0 {
+		errs = append(errs, errors.New("--drift-interval must not be negative"))
 	}
 	for _, k := range concurrencyKinds {
 		if o.Concurrency[k] < 1 {

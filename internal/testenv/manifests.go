@@ -30,6 +30,9 @@ func (e *Env) Apply(ctx context.Context, path string) error {
 		}
 	}
 	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return err

@@ -1,13 +1,20 @@
-// Package controllers wires the CAPTF kinds into the shared CAPI plumbing (internal/capi). Each
-// kind's provider writes only its own phases; the checklist (owners, pause, finalizer, the single
-// patch, delete or normal) is internal/capi's.
+// Package controllers is the CAPTF engine: the reconcile phases every TerraformCluster,
+// TerraformMachine and TerraformMachinePool shares (engine.go and the *phase.go files), the
+// per-kind differences (cluster.go, machine.go, machinepool.go), and their wiring into the shared
+// CAPI plumbing (internal/capi), which owns the checklist around them: owners, pause, finalizer,
+// the single patch, delete or normal.
 package controllers
 
 import (
 	"context"
 
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/capi"
@@ -18,33 +25,85 @@ type Options struct {
 	// WatchFilter limits the controllers to objects with this watch-filter label value.
 	WatchFilter string
 	// ClusterConcurrency, MachineConcurrency and MachinePoolConcurrency cap concurrent
-	// reconciles per kind (not Jobs).
+	// reconciles per kind (not Jobs: see EngineOptions.MaxActiveJobs).
 	ClusterConcurrency, MachineConcurrency, MachinePoolConcurrency int
+	// Engine settings shared by every kind.
+	Engine EngineOptions
 }
 
 // Setup registers the CAPTF controllers with the manager.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-	c := mgr.GetClient()
+	e := &engine{
+		client: mgr.GetClient(), reader: mgr.GetAPIReader(),
+		recorder: mgr.GetEventRecorderFor("captf"), clock: clock.RealClock{}, opts: opts.Engine,
+	}
+	owned := func(b *builder.Builder) *builder.Builder {
+		return b.Owns(&batchv1.Job{}).Owns(&captfv1.TerraformPlan{})
+	}
+	// Machines and pools wait for their TerraformCluster: its provisioning (and new exports)
+	// must bring them back.
+	fromCluster := func(list func() client.ObjectList) func(*builder.Builder) *builder.Builder {
+		return func(b *builder.Builder) *builder.Builder {
+			return owned(b).Watches(&captfv1.TerraformCluster{}, handler.EnqueueRequestsFromMapFunc(
+				func(ctx context.Context, o client.Object) []reconcile.Request {
+					return objectsOfCluster(ctx, e.client, o, list())
+				}))
+		}
+	}
 	if err := (&capi.Reconciler[*captfv1.TerraformCluster]{
-		Client: c, Role: capi.InfraCluster, Finalizer: captfv1.TerraformClusterFinalizer,
-		New:      func() *captfv1.TerraformCluster { return &captfv1.TerraformCluster{} },
-		NewList:  func() client.ObjectList { return &captfv1.TerraformClusterList{} },
-		Provider: capi.PlumbingOnly[*captfv1.TerraformCluster]{},
-	}).SetupWithManager(ctx, mgr, capi.SetupOptions{WatchFilter: opts.WatchFilter, Concurrency: opts.ClusterConcurrency}); err != nil {
+		Client: e.client, Role: capi.InfraCluster, Finalizer: captfv1.TerraformClusterFinalizer,
+		New:             func() *captfv1.TerraformCluster { return &captfv1.TerraformCluster{} },
+		NewList:         func() client.ObjectList { return &captfv1.TerraformClusterList{} },
+		Provider:        &provider[*captfv1.TerraformCluster]{engine: e, kind: clusterKind{}},
+		OwnedConditions: ownedConditions,
+	}).SetupWithManager(ctx, mgr, capi.SetupOptions{
+		WatchFilter: opts.WatchFilter, Concurrency: opts.ClusterConcurrency, Extra: owned,
+	}); err != nil {
 		return err
 	}
 	if err := (&capi.Reconciler[*captfv1.TerraformMachine]{
-		Client: c, Role: capi.InfraMachine, Finalizer: captfv1.TerraformMachineFinalizer,
-		New:      func() *captfv1.TerraformMachine { return &captfv1.TerraformMachine{} },
-		NewList:  func() client.ObjectList { return &captfv1.TerraformMachineList{} },
-		Provider: capi.PlumbingOnly[*captfv1.TerraformMachine]{},
-	}).SetupWithManager(ctx, mgr, capi.SetupOptions{WatchFilter: opts.WatchFilter, Concurrency: opts.MachineConcurrency}); err != nil {
+		Client: e.client, Role: capi.InfraMachine, Finalizer: captfv1.TerraformMachineFinalizer,
+		New:             func() *captfv1.TerraformMachine { return &captfv1.TerraformMachine{} },
+		NewList:         func() client.ObjectList { return &captfv1.TerraformMachineList{} },
+		Provider:        &provider[*captfv1.TerraformMachine]{engine: e, kind: machineKind{}},
+		OwnedConditions: ownedConditions,
+	}).SetupWithManager(ctx, mgr, capi.SetupOptions{
+		WatchFilter: opts.WatchFilter, Concurrency: opts.MachineConcurrency,
+		Extra: fromCluster(func() client.ObjectList { return &captfv1.TerraformMachineList{} }),
+	}); err != nil {
 		return err
 	}
 	return (&capi.Reconciler[*captfv1.TerraformMachinePool]{
-		Client: c, Role: capi.InfraMachinePool, Finalizer: captfv1.TerraformMachinePoolFinalizer,
-		New:      func() *captfv1.TerraformMachinePool { return &captfv1.TerraformMachinePool{} },
-		NewList:  func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} },
-		Provider: capi.PlumbingOnly[*captfv1.TerraformMachinePool]{},
-	}).SetupWithManager(ctx, mgr, capi.SetupOptions{WatchFilter: opts.WatchFilter, Concurrency: opts.MachinePoolConcurrency})
+		Client: e.client, Role: capi.InfraMachinePool, Finalizer: captfv1.TerraformMachinePoolFinalizer,
+		New:             func() *captfv1.TerraformMachinePool { return &captfv1.TerraformMachinePool{} },
+		NewList:         func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} },
+		Provider:        &provider[*captfv1.TerraformMachinePool]{engine: e, kind: machinePoolKind{}},
+		OwnedConditions: ownedConditions,
+	}).SetupWithManager(ctx, mgr, capi.SetupOptions{
+		WatchFilter: opts.WatchFilter, Concurrency: opts.MachinePoolConcurrency,
+		Extra: fromCluster(func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} }),
+	})
+}
+
+// objectsOfCluster maps a TerraformCluster to the objects of its Cluster in list's kind.
+func objectsOfCluster(ctx context.Context, c client.Client, tc client.Object, list client.ObjectList) []reconcile.Request {
+	name := tc.GetLabels()[clusterLabel]
+	if name == "" {
+		return nil
+	}
+	if err := c.List(ctx, list, client.InNamespace(tc.GetNamespace()), client.MatchingLabels{clusterLabel: name}); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	switch l := list.(type) {
+	case *captfv1.TerraformMachineList:
+		for _, m := range l.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&m)})
+		}
+	case *captfv1.TerraformMachinePoolList:
+		for _, mp := range l.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&mp)})
+		}
+	}
+	return reqs
 }

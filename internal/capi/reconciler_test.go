@@ -1,4 +1,4 @@
-package manager_test
+package capi_test
 
 import (
 	"context"
@@ -7,20 +7,19 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	"github.com/spf13/pflag"
-	"github.com/spf13/viper"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 	"github.com/capx-io/capx/internal/capi"
-	"github.com/capx-io/capx/internal/manager"
 	"github.com/capx-io/capx/internal/testenv"
 )
 
@@ -28,19 +27,63 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) { os.Exit(testenv.Run(m, testenv.Options{}, &env)) }
 
-// startManager runs the real manager, both providers, against the test API server.
+// startManager runs a manager with every kind of both providers wired to the shared plumbing
+// alone (capi.PlumbingOnly), against the test API server.
 func startManager(t *testing.T) {
 	t.Helper()
-	fs := newFlagSet()
-	opts, err := manager.Load(fs)
+	ctx, cancel := context.WithCancel(context.Background())
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:  env.Scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.MetricsAddr, opts.HealthAddr = "0", "0"
-	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := manager.New(ctx, env.Config, opts)
-	if err != nil {
-		t.Fatal(err)
+	for _, setup := range []func() error{
+		func() error {
+			return (&capi.Reconciler[*captfv1.TerraformCluster]{
+				Client: mgr.GetClient(), Role: capi.InfraCluster, Finalizer: captfv1.TerraformClusterFinalizer,
+				New:      func() *captfv1.TerraformCluster { return &captfv1.TerraformCluster{} },
+				NewList:  func() client.ObjectList { return &captfv1.TerraformClusterList{} },
+				Provider: capi.PlumbingOnly[*captfv1.TerraformCluster]{},
+			}).SetupWithManager(ctx, mgr, capi.SetupOptions{})
+		},
+		func() error {
+			return (&capi.Reconciler[*captfv1.TerraformMachine]{
+				Client: mgr.GetClient(), Role: capi.InfraMachine, Finalizer: captfv1.TerraformMachineFinalizer,
+				New:      func() *captfv1.TerraformMachine { return &captfv1.TerraformMachine{} },
+				NewList:  func() client.ObjectList { return &captfv1.TerraformMachineList{} },
+				Provider: capi.PlumbingOnly[*captfv1.TerraformMachine]{},
+			}).SetupWithManager(ctx, mgr, capi.SetupOptions{})
+		},
+		func() error {
+			return (&capi.Reconciler[*captfv1.TerraformMachinePool]{
+				Client: mgr.GetClient(), Role: capi.InfraMachinePool, Finalizer: captfv1.TerraformMachinePoolFinalizer,
+				New:      func() *captfv1.TerraformMachinePool { return &captfv1.TerraformMachinePool{} },
+				NewList:  func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} },
+				Provider: capi.PlumbingOnly[*captfv1.TerraformMachinePool]{},
+			}).SetupWithManager(ctx, mgr, capi.SetupOptions{})
+		},
+		func() error {
+			return (&capi.Reconciler[*capvcov1.VCOCluster]{
+				Client: mgr.GetClient(), Role: capi.InfraCluster, Finalizer: capvcov1.VCOClusterFinalizer,
+				New:      func() *capvcov1.VCOCluster { return &capvcov1.VCOCluster{} },
+				NewList:  func() client.ObjectList { return &capvcov1.VCOClusterList{} },
+				Provider: capi.PlumbingOnly[*capvcov1.VCOCluster]{},
+			}).SetupWithManager(ctx, mgr, capi.SetupOptions{})
+		},
+		func() error {
+			return (&capi.Reconciler[*capvcov1.VCOMachine]{
+				Client: mgr.GetClient(), Role: capi.InfraMachine, Finalizer: capvcov1.VCOMachineFinalizer,
+				New:      func() *capvcov1.VCOMachine { return &capvcov1.VCOMachine{} },
+				NewList:  func() client.ObjectList { return &capvcov1.VCOMachineList{} },
+				Provider: capi.PlumbingOnly[*capvcov1.VCOMachine]{},
+			}).SetupWithManager(ctx, mgr, capi.SetupOptions{})
+		},
+	} {
+		if err := setup(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -205,10 +248,3 @@ func gone(t *testing.T, o client.Object) {
 	}, 20*time.Second, 100*time.Millisecond).Should(BeTrue(), "%T %s still exists: finalizers %v", o, o.GetName(), o.GetFinalizers())
 }
 
-func newFlagSet() *viper.Viper {
-	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	manager.AddFlags(fs)
-	v := viper.New()
-	_ = v.BindPFlags(fs)
-	return v
-}

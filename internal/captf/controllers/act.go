@@ -1,0 +1,260 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+	"github.com/capx-io/capx/internal/captf/contract"
+	"github.com/capx-io/capx/internal/captf/decide"
+	"github.com/capx-io/capx/internal/captf/inputs"
+	"github.com/capx-io/capx/internal/captf/jobs"
+	"github.com/capx-io/capx/internal/captf/state"
+)
+
+// act carries out the decision: start a Job, let the finalizer go (after cleaning up), retain,
+// or wait.
+func (r *provider[T]) act(ctx context.Context, p *pass[T]) error {
+	d := p.decision
+	switch {
+	case d.Finalize:
+		if err := r.cleanup(ctx, p); err != nil {
+			return err
+		}
+		r.recorder.Event(p.scope.Object, corev1.EventTypeNormal, "Destroyed", "Nothing left to destroy; removing the finalizer")
+		p.done = true
+	case d.Retain:
+		if err := r.retain(ctx, p); err != nil {
+			return err
+		}
+		r.recorder.Event(p.scope.Object, corev1.EventTypeNormal, "InfrastructureRetained",
+			"deletionPolicy Retain: the infrastructure and its state Secrets were kept, labelled "+
+				captfv1.RetainedFromUIDLabel+"="+string(p.owner.UID))
+		p.done = true
+	case d.Op != "":
+		return r.start(ctx, p)
+	}
+	return nil
+}
+
+// start starts the decided operation's Job: the leases first (the Job's name is their holder),
+// then the durable inputs, the plan key, the Job, and the per-run Secret the Job mounts.
+func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
+	d := p.decision
+	rendered := p.rendered
+	if d.Op == captfv1.OperationDestroy && p.stored != nil {
+		rendered = p.stored.Rendered // a destroy runs with the inputs that were applied
+	}
+	if rendered == nil {
+		return fmt.Errorf("no inputs to run %s with", d.Op)
+	}
+	params := jobs.Params{
+		Owner: p.owner, Op: string(d.Op),
+		InputsHash:        rendered.Hash,
+		Policy:            p.policy,
+		ManagerImage:      r.opts.RunnerImage,
+		Source:            p.spec.Source,
+		CredentialsSecret: r.credentialsSecret(p),
+		ForceUnlock:       p.unlockID,
+		ExpectPlan:        d.ExpectPlan,
+	}
+	if d.Op == captfv1.OperationApply {
+		hash := rendered.Hash
+		if p.owner.Kind == contract.KindMachinePool {
+			hash = rendered.ApprovalHash
+		}
+		params.Guard = &jobs.Guard{Hash: hash}
+		if d.ExpectPlan != "" {
+			params.Guard.AllowDeletesHash = hash
+		}
+	}
+	if d.Op == captfv1.OperationRestore {
+		b := r.backupOf(p, p.decisionRestoreSerial())
+		params.Restore = &jobs.Restore{Serial: b.Serial, Chunks: b.Chunks, Resources: b.Resources}
+		params.InputsHash = b.InputsHash
+	}
+	if d.Op == captfv1.OperationPlan || d.ExpectPlan != "" || d.Op == captfv1.OperationApply {
+		key, err := r.ensurePlanKey(ctx, p)
+		if err != nil {
+			return err
+		}
+		params.PlanKeySecret = key
+	}
+	params.Attempt = nextAttempt(p.jobList, d.Op, params.InputsHash)
+	name := params.Name()
+
+	wait, err := r.acquireLeases(ctx, p, name, d.Op)
+	if err != nil || wait != "" {
+		p.startWait = wait
+		p.requeueAfter(30 * time.Second)
+		return err
+	}
+	if d.Op == captfv1.OperationApply || d.Op == captfv1.OperationPlan {
+		if _, err := inputs.Ensure(ctx, r.client, p.owner, rendered); err != nil {
+			return r.startFailed(ctx, p, name, err)
+		}
+	}
+	if err := r.setBlockMove(ctx, p.scope.Object, true); err != nil {
+		return err
+	}
+	job := jobs.Build(params)
+	if d.PlanName != "" {
+		job.Annotations[captfv1.PlanAnnotation] = d.PlanName
+	}
+	if err := r.client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+		return r.startFailed(ctx, p, name, err)
+	}
+	if err := r.client.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
+		if err := r.reader.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
+			return err
+		}
+	}
+	if _, err := inputs.EnsureRun(ctx, r.client, job, rendered); err != nil {
+		return r.startFailed(ctx, p, name, err)
+	}
+	p.started = job
+	p.status.ActiveJob = &captfv1.JobReference{Name: job.Name, Operation: d.Op}
+	r.recorder.Eventf(p.scope.Object, corev1.EventTypeNormal, "JobStarted", "Started %s Job %s (%s)", d.Op, job.Name, d.Reason)
+	ctrl.LoggerFrom(ctx).Info("Started a Job", "job", job.Name, "op", d.Op, "reason", d.Reason)
+	return nil
+}
+
+// decisionRestoreSerial is the serial the captf.io/restore-state annotation asks for.
+func (p *pass[T]) decisionRestoreSerial() int64 {
+	v, _ := strconv.ParseInt(p.scope.Object.GetAnnotations()[captfv1.RestoreStateAnnotation], 10, 64)
+	return v
+}
+
+// startFailed gives the leases back when a Job could not be started, and tells a quota refusal
+// apart (it has its own condition reason).
+func (r *provider[T]) startFailed(ctx context.Context, p *pass[T], holder string, err error) error {
+	if rerr := r.releaseLeases(ctx, p, holder); rerr != nil {
+		ctrl.LoggerFrom(ctx).Error(rerr, "Releasing leases after a failed start")
+	}
+	if apierrors.IsForbidden(err) && isQuotaError(err) {
+		p.startWait, p.startErr = captfv1.QuotaExceededReason, err
+		p.requeueAfter(time.Minute)
+		return nil
+	}
+	return err
+}
+
+func isQuotaError(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	msg := status.Status().Message
+	return strings.Contains(msg, "exceeded quota") || strings.Contains(msg, "ResourceQuota")
+}
+
+// credentialsSecret is the object's credentials Secret, else its cluster's default, else the
+// cluster's own.
+func (r *provider[T]) credentialsSecret(p *pass[T]) string {
+	if p.spec.CredentialsRef != nil {
+		return p.spec.CredentialsRef.Name
+	}
+	if tc := p.tfCluster; tc != nil {
+		if tc.Spec.Defaults != nil && tc.Spec.Defaults.CredentialsRef != nil {
+			return tc.Spec.Defaults.CredentialsRef.Name
+		}
+		if tc.Spec.CredentialsRef != nil {
+			return tc.Spec.CredentialsRef.Name
+		}
+	}
+	return ""
+}
+
+// slots reports whether the manager-wide or the cluster's cap on active Jobs is reached (Full),
+// or 80% of one (Busy: background work waits).
+func (r *provider[T]) slots(ctx context.Context, p *pass[T]) decide.Slots {
+	var s decide.Slots
+	check := func(active, limit int) {
+		if limit <= 0 {
+			return
+		}
+		s.Full = s.Full || active >= limit
+		s.Busy = s.Busy || active*5 >= limit*4
+	}
+	if r.opts.MaxActiveJobs > 0 {
+		check(r.countActive(ctx, nil), r.opts.MaxActiveJobs)
+	}
+	limit := r.opts.ClusterMaxActiveJobs
+	if tc := p.tfCluster; tc != nil && tc.Spec.MaxActiveJobs != nil {
+		limit = int(*tc.Spec.MaxActiveJobs)
+	} else if tc, ok := any(p.scope.Object).(*captfv1.TerraformCluster); ok && tc.Spec.MaxActiveJobs != nil {
+		limit = int(*tc.Spec.MaxActiveJobs)
+	}
+	if limit > 0 && p.owner.ClusterName != "" {
+		check(r.countActive(ctx, client.MatchingLabels{captfv1.ManagedLabel: "true", clusterLabel: p.owner.ClusterName}, client.InNamespace(p.owner.Namespace)), limit)
+	}
+	return s
+}
+
+// countActive counts running CAPTF Jobs in the cache.
+func (r *provider[T]) countActive(ctx context.Context, sel client.ListOption, more ...client.ListOption) int {
+	if sel == nil {
+		sel = client.MatchingLabels{captfv1.ManagedLabel: "true"}
+	}
+	list := &batchv1.JobList{}
+	if err := r.client.List(ctx, list, append([]client.ListOption{sel}, more...)...); err != nil {
+		return 0
+	}
+	n := 0
+	for i := range list.Items {
+		if jobs.Classify(&list.Items[i]) == jobs.PhaseActive {
+			n++
+		}
+	}
+	return n
+}
+
+// findDependents (clusters) lists what must be deleted first.
+func (r *provider[T]) findDependents(ctx context.Context, p *pass[T]) error {
+	deps, err := r.kind.dependents(ctx, r.engine, p)
+	p.dependents = deps
+	return err
+}
+
+// cleanup removes what the object owned once nothing is left to destroy: the state Secrets and
+// lock, the durable inputs, the plan key and the leases. Backups stay until the garbage
+// collector removes them with the object.
+func (r *provider[T]) cleanup(ctx context.Context, p *pass[T]) error {
+	if err := state.Delete(ctx, r.client, p.owner.Namespace, p.owner.StateSuffix()); err != nil {
+		return err
+	}
+	for _, name := range []string{inputs.SecretName(p.owner), planKeyName(p.owner)} {
+		s := &corev1.Secret{}
+		s.Namespace, s.Name = p.owner.Namespace, name
+		if err := r.client.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return r.releaseLeases(ctx, p, "")
+}
+
+// retain keeps the infrastructure: the state, backups and durable inputs lose their owner
+// reference and are labelled with the object's UID, so nothing is garbage-collected and a new
+// object of the same name does not silently take them over.
+func (r *provider[T]) retain(ctx context.Context, p *pass[T]) error {
+	if err := state.Retain(ctx, r.client, p.owner.Namespace, p.owner.StateSuffix(), p.owner.UID, inputs.SecretName(p.owner)); err != nil {
+		return err
+	}
+	s := &corev1.Secret{}
+	s.Namespace, s.Name = p.owner.Namespace, planKeyName(p.owner)
+	if err := r.client.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	return r.releaseLeases(ctx, p, "")
+}
+

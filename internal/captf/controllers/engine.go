@@ -1,0 +1,130 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+	"github.com/capx-io/capx/internal/capi"
+	"github.com/capx-io/capx/internal/captf/decide"
+	"github.com/capx-io/capx/internal/captf/inputs"
+	"github.com/capx-io/capx/internal/captf/jobs"
+	"github.com/capx-io/capx/internal/captf/outputs"
+	"github.com/capx-io/capx/internal/captf/state"
+)
+
+// engine is what every CAPTF kind's reconcile shares: clients, settings and the phases. The
+// per-kind differences live behind kind (cluster.go, machine.go, machinepool.go).
+type engine struct {
+	client   client.Client
+	reader   client.Reader // live reads: user Secrets, ConfigMaps, Pods, Leases
+	recorder record.EventRecorder
+	clock    clock.PassiveClock
+	opts     EngineOptions
+}
+
+// EngineOptions are the manager's CAPTF settings.
+type EngineOptions struct {
+	// RunnerImage is the manager's own image; its binary runs inside every Job as the runner.
+	RunnerImage string
+	// StateBackups is how many complete state backups to keep per object (0: take none).
+	StateBackups int
+	// DriftInterval is the default drift-check interval (0 disables default drift checks).
+	DriftInterval time.Duration
+	// MaxActiveJobs caps CAPTF Jobs running at once across the manager (0: no cap).
+	MaxActiveJobs int
+	// ClusterMaxActiveJobs caps them per Cluster unless a TerraformCluster sets its own.
+	ClusterMaxActiveJobs int
+}
+
+// kind is what differs between TerraformCluster, TerraformMachine and TerraformMachinePool.
+type kind[T capi.Object] interface {
+	// workspace returns the object's shared spec and status blocks.
+	workspace(obj T) (*captfv1.WorkspaceSpec, *captfv1.WorkspaceStatus, *captfv1.InitializationStatus)
+	// mutable is true when changed inputs re-apply (clusters and pools).
+	mutable() bool
+	// roleInputs fills in the role's contract inputs; a non-empty wait says what they lack.
+	roleInputs(ctx context.Context, e *engine, p *pass[T], src *inputs.Source) (wait string, err error)
+	// applyOutputs writes what the module reported onto the object.
+	applyOutputs(p *pass[T], out *outputs.Result)
+	// dependents lists what must be deleted before the object (a cluster's machines and pools).
+	dependents(ctx context.Context, e *engine, p *pass[T]) ([]string, error)
+}
+
+// pass is one reconcile's record: phases fill it in, in order, and status is computed from it
+// at the end. Each field says which phase sets it.
+type pass[T capi.Object] struct {
+	scope  *capi.Scope[T]
+	owner  jobs.Owner
+	spec   *captfv1.WorkspaceSpec
+	status *captfv1.WorkspaceStatus
+	init   *captfv1.InitializationStatus
+	policy jobs.Policy
+
+	// newPass (machines and pools): the cluster's TerraformCluster, nil for other providers
+	tfCluster *captfv1.TerraformCluster
+	// listJobs
+	jobList []batchv1.Job
+	active  *batchv1.Job
+	// readState
+	snap        *state.Snapshot
+	stateErr    error
+	lock        state.Lock
+	lockForeign bool
+	unlockID    string
+	backups     []state.BackupSet
+	// readOutputs
+	outputs           *outputs.Result
+	providerIDChanged bool
+	// renderInputs
+	rendered   *inputs.Rendered
+	stored     *inputs.Stored
+	inputsWait string
+	inputsErr  error
+	// decide
+	decision    decide.Decision
+	pendingPlan *captfv1.TerraformPlan
+	// start
+	started   *batchv1.Job
+	startWait string
+	startErr  error
+	// dependents (clusters, while deleting)
+	dependents []string
+
+	// act (deleting): the finalizer may go
+	done bool
+
+	// stop ends the phase list early; requeue is the earliest time to look again.
+	stop    bool
+	requeue time.Duration
+}
+
+func (p *pass[T]) requeueAfter(d time.Duration) {
+	if d > 0 && (p.requeue == 0 || d < p.requeue) {
+		p.requeue = d
+	}
+}
+
+func (p *pass[T]) result() ctrl.Result { return ctrl.Result{RequeueAfter: p.requeue} }
+
+// phase is one step of a reconcile.
+type phase[T capi.Object] func(ctx context.Context, p *pass[T]) error
+
+// run runs phases in order until one fails or stops the pass.
+func run[T capi.Object](ctx context.Context, p *pass[T], phases ...phase[T]) error {
+	for _, ph := range phases {
+		if err := ph(ctx, p); err != nil {
+			return err
+		}
+		if p.stop {
+			return nil
+		}
+	}
+	return nil
+}

@@ -1,0 +1,256 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+	"github.com/capx-io/capx/internal/capi"
+	"github.com/capx-io/capx/internal/captf/contract"
+	"github.com/capx-io/capx/internal/captf/jobs"
+	"github.com/capx-io/capx/internal/captf/runresult"
+)
+
+// Annotations the engine records on a finished Job at bookkeeping, so later passes (and the
+// kubectl plugin) read a Job's outcome without its Pod, which may be gone.
+const (
+	driftAnnotation     = "captf.io/drift-resources"
+	planEmptyAnnotation = "captf.io/plan-empty"
+)
+
+// listJobs lists the object's Jobs from the cache and finds the running one.
+func (r *provider[T]) listJobs(ctx context.Context, p *pass[T]) error {
+	list, err := jobs.List(ctx, r.client, p.owner)
+	if err != nil {
+		return err
+	}
+	jobs.SortNewestFirst(list)
+	p.jobList = list
+	for i := range list {
+		if jobs.Classify(&list[i]) == jobs.PhaseActive {
+			p.active = &list[i]
+			break
+		}
+	}
+	return nil
+}
+
+// bookkeep records every finished Job not recorded yet: it reads the runner's result, applies
+// what the operation changed (adopting an applied state, recording a plan), releases the Job's
+// leases, and marks the Job with its result. The mark comes last, so a pass that fails midway
+// does it all again (every step is idempotent).
+func (r *provider[T]) bookkeep(ctx context.Context, p *pass[T]) error {
+	for i := len(p.jobList) - 1; i >= 0; i-- { // oldest first
+		job := &p.jobList[i]
+		phase := jobs.Classify(job)
+		if !phase.Finished() || job.Annotations[captfv1.BookkeptAnnotation] != "" {
+			continue
+		}
+		outcome, err := jobs.ReadOutcome(ctx, r.reader, job)
+		if err != nil {
+			return err
+		}
+		res := runResult(phase, outcome)
+		if err := r.recordRun(ctx, p, job, res, outcome); err != nil {
+			return fmt.Errorf("record Job %s: %w", job.Name, err)
+		}
+		if err := r.releaseLeases(ctx, p, job.Name); err != nil {
+			return err
+		}
+		if err := r.markBookkept(ctx, job, res, outcome.Result); err != nil {
+			return err
+		}
+	}
+	if _, err := jobs.Prune(ctx, r.client, p.jobList, p.policy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Pruning finished Jobs failed; retrying on the next reconcile")
+	}
+	return nil
+}
+
+// runResult classifies a finished Job.
+func runResult(phase jobs.Phase, o jobs.Outcome) captfv1.RunResult {
+	switch {
+	case phase == jobs.PhaseSucceeded:
+		return captfv1.RunSucceeded
+	case phase == jobs.PhaseDeadlineExceeded:
+		return captfv1.RunFailed
+	case o.Result == nil || o.Result.Error == nil:
+		return captfv1.RunFailed
+	}
+	switch o.Result.Error.Kind {
+	case runresult.KindBlocked:
+		return captfv1.RunBlocked
+	case runresult.KindPlanChanged:
+		return captfv1.RunPlanChanged
+	case runresult.KindInterrupted:
+		return captfv1.RunInterrupted
+	}
+	return captfv1.RunFailed
+}
+
+// recordRun applies what a finished Job changed.
+func (r *provider[T]) recordRun(ctx context.Context, p *pass[T], job *batchv1.Job, res captfv1.RunResult, o jobs.Outcome) error {
+	op := captfv1.Operation(job.Labels[captfv1.OperationLabel])
+	summary := runSummary(job, op, res, o)
+	p.status.LastRun = summary
+	r.event(p, job, summary)
+
+	switch {
+	case res == captfv1.RunSucceeded && (op == captfv1.OperationApply || op == captfv1.OperationRestore):
+		if err := r.adoptState(ctx, p, job.Annotations[captfv1.InputsHashAnnotation]); err != nil {
+			return err
+		}
+		if op == captfv1.OperationRestore {
+			serial, _ := strconv.ParseInt(job.Annotations[captfv1.RestoreSerialAnnotation], 10, 64)
+			p.status.LastRestoredSerial = &serial
+		}
+		return r.planApplied(ctx, p, job)
+	case op == captfv1.OperationApply && (res == captfv1.RunBlocked || res == captfv1.RunPlanChanged):
+		return r.recordPlan(ctx, p, job, res, o.Result)
+	case op == captfv1.OperationPlan && res == captfv1.RunSucceeded:
+		return r.recordPlan(ctx, p, job, res, o.Result)
+	case op == captfv1.OperationDrift && res == captfv1.RunSucceeded:
+		p.status.LastDriftCheck = &metav1.Time{Time: jobs.FinishedAt(job)}
+	case op == captfv1.OperationRefresh && res == captfv1.RunSucceeded:
+		p.status.LastRefresh = &metav1.Time{Time: jobs.FinishedAt(job)}
+	}
+	return nil
+}
+
+// runSummary is status.lastRun for a finished Job.
+func runSummary(job *batchv1.Job, op captfv1.Operation, res captfv1.RunResult, o jobs.Outcome) *captfv1.RunSummary {
+	s := &captfv1.RunSummary{Job: job.Name, Operation: op, Result: res}
+	if t := jobs.FinishedAt(job); !t.IsZero() {
+		s.FinishedAt = &metav1.Time{Time: t}
+	}
+	if jobs.Classify(job) == jobs.PhaseDeadlineExceeded {
+		s.Error = &captfv1.RunError{Kind: "deadline", Summary: fmt.Sprintf(
+			"the Job ran past activeDeadlineSeconds (%ds) and was stopped", ptrOr(job.Spec.ActiveDeadlineSeconds))}
+	}
+	rr := o.Result
+	if rr == nil {
+		if s.Error == nil && res != captfv1.RunSucceeded {
+			s.Error = &captfv1.RunError{Kind: "result", Summary: resultMissing(o.ResultErr)}
+		}
+		return s
+	}
+	if rr.Changes != nil {
+		s.Changes = &captfv1.ChangeCounts{Add: int32(rr.Changes.Add), Change: int32(rr.Changes.Change), Destroy: int32(rr.Changes.Destroy)}
+	}
+	if rr.Drift != nil {
+		s.Drift = &captfv1.DriftSummary{Resources: rr.Drift.Addresses}
+		s.Drift.Change = int32(rr.Drift.Resources)
+	}
+	if rr.Error != nil && s.Error == nil {
+		s.Error = &captfv1.RunError{Kind: rr.Error.Kind, Step: rr.Error.Step, Summary: runresult.Head(rr.Error.Summary, 1024)}
+	}
+	return s
+}
+
+func resultMissing(err error) string {
+	if err == nil {
+		return "the runner left no result"
+	}
+	return "the runner left no readable result: " + err.Error()
+}
+
+func ptrOr(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// event reports a finished Job on the object: Normal when it did its work, Warning otherwise.
+func (r *provider[T]) event(p *pass[T], job *batchv1.Job, s *captfv1.RunSummary) {
+	kind, reason := corev1.EventTypeNormal, "JobSucceeded"
+	msg := fmt.Sprintf("%s Job %s succeeded", s.Operation, job.Name)
+	if s.Result != captfv1.RunSucceeded {
+		kind, reason = corev1.EventTypeWarning, "Job"+string(s.Result)
+		msg = fmt.Sprintf("%s Job %s: %s", s.Operation, job.Name, s.Result)
+		if s.Error != nil && s.Error.Summary != "" {
+			msg += ": " + runresult.Head(s.Error.Summary, 300)
+		}
+	} else if s.Changes != nil {
+		msg += fmt.Sprintf(" (%d added, %d changed, %d destroyed)", s.Changes.Add, s.Changes.Change, s.Changes.Destroy)
+	}
+	r.recorder.Event(p.scope.Object, kind, reason, msg)
+}
+
+// markBookkept records a Job's result on the Job itself.
+func (r *provider[T]) markBookkept(ctx context.Context, job *batchv1.Job, res captfv1.RunResult, rr *runresult.Result) error {
+	before := job.DeepCopy()
+	if job.Annotations == nil {
+		job.Annotations = map[string]string{}
+	}
+	job.Annotations[captfv1.BookkeptAnnotation] = string(res)
+	if rr != nil && rr.Drift != nil {
+		job.Annotations[driftAnnotation] = strconv.Itoa(rr.Drift.Resources)
+	}
+	if rr != nil && rr.Plan != nil && rr.PlanHash != "" {
+		job.Annotations[captfv1.PlanHashAnnotation] = rr.PlanHash
+		if planIsEmpty(rr.Plan) {
+			job.Annotations[planEmptyAnnotation] = "true"
+		}
+	}
+	return client.IgnoreNotFound(r.client.Patch(ctx, job, client.MergeFrom(before)))
+}
+
+func planIsEmpty(s *runresult.PlanSummary) bool {
+	return s.Create+s.Update+s.Replace+s.Delete+s.OutputChanges == 0
+}
+
+// waitForActiveJob stops the pass while a Job runs: nothing is decided and the state is not
+// read while a run may write it. It also keeps clusterctl move's block-move annotation exactly
+// as long as a Job runs.
+func (r *provider[T]) waitForActiveJob(ctx context.Context, p *pass[T]) error {
+	if err := r.setBlockMove(ctx, p.scope.Object, p.active != nil); err != nil {
+		return err
+	}
+	if p.active == nil {
+		p.status.ActiveJob = nil
+		return nil
+	}
+	p.status.ActiveJob = &captfv1.JobReference{
+		Name: p.active.Name, Operation: captfv1.Operation(p.active.Labels[captfv1.OperationLabel]),
+	}
+	if p.active.Status.StartTime != nil {
+		p.status.ActiveJob.StartTime = p.active.Status.StartTime
+	}
+	p.stop = true
+	p.requeueAfter(time.Minute) // the Job watch usually comes first
+	return nil
+}
+
+// setBlockMove sets or clears clusterctl.cluster.x-k8s.io/block-move with its own patch, at
+// once: clusterctl move reads it before the deferred status patch would land.
+func (r *provider[T]) setBlockMove(ctx context.Context, obj capi.Object, block bool) error {
+	_, has := obj.GetAnnotations()[clusterctlv1.BlockMoveAnnotation]
+	if has == block {
+		return nil
+	}
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	a := obj.GetAnnotations()
+	if block {
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[clusterctlv1.BlockMoveAnnotation] = "true"
+	} else {
+		delete(a, clusterctlv1.BlockMoveAnnotation)
+	}
+	obj.SetAnnotations(a)
+	return r.client.Patch(ctx, obj, patch)
+}
+
+// contractKindCluster is the TerraformCluster kind name.
+const contractKindCluster = contract.KindCluster

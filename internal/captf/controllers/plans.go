@@ -1,0 +1,211 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strconv"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+	"github.com/capx-io/capx/internal/captf/decide"
+	"github.com/capx-io/capx/internal/captf/runresult"
+)
+
+// clusterLabel is CAPI's cluster-name label.
+const clusterLabel = clusterv1.ClusterNameLabel
+
+// planLive reports whether a plan can still be approved or applied.
+func planLive(phase captfv1.PlanPhase) bool {
+	return phase == "" || phase == captfv1.PlanPending || phase == captfv1.PlanApproved
+}
+
+// plansOf lists the object's TerraformPlans, newest first.
+func (r *provider[T]) plansOf(ctx context.Context, p *pass[T]) ([]captfv1.TerraformPlan, error) {
+	list := &captfv1.TerraformPlanList{}
+	if err := r.client.List(ctx, list, client.InNamespace(p.owner.Namespace), p.owner.Selector()); err != nil {
+		return nil, err
+	}
+	sort.Slice(list.Items, func(i, j int) bool {
+		return list.Items[j].CreationTimestamp.Before(&list.Items[i].CreationTimestamp)
+	})
+	return list.Items, nil
+}
+
+// currentPlan is the plan the decision weighs for these inputs: the live TerraformPlan made from
+// them, or, when a plan Job found nothing to change, an implicit approval of that empty plan
+// (it needs nobody's approval: applying it only records the new inputs).
+func (r *provider[T]) currentPlan(ctx context.Context, p *pass[T], inputsHash string) (*decide.Plan, error) {
+	plans, err := r.plansOf(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	for i := range plans {
+		tp := &plans[i]
+		if tp.Spec.InputsHash != inputsHash || !planLive(tp.Status.Phase) {
+			continue
+		}
+		if tp.Spec.Approved && tp.Status.Phase != captfv1.PlanApproved {
+			if err := r.setPlanPhase(ctx, tp, captfv1.PlanApproved, "Approved by "+tp.Spec.ApprovedBy); err != nil {
+				return nil, err
+			}
+			r.recorder.Eventf(p.scope.Object, corev1.EventTypeNormal, "PlanApproved", "TerraformPlan %s was approved by %s", tp.Name, tp.Spec.ApprovedBy)
+		}
+		p.pendingPlan = tp
+		return &decide.Plan{Name: tp.Name, PlanHash: tp.Spec.PlanHash, Reason: tp.Spec.Reason, Approved: tp.Spec.Approved}, nil
+	}
+	for i := range p.jobList {
+		j := &p.jobList[i]
+		if j.Labels[captfv1.OperationLabel] == string(captfv1.OperationPlan) &&
+			j.Annotations[captfv1.InputsHashAnnotation] == inputsHash &&
+			j.Annotations[planEmptyAnnotation] == "true" {
+			return &decide.Plan{PlanHash: j.Annotations[captfv1.PlanHashAnnotation], Approved: true}, nil
+		}
+	}
+	return nil, nil
+}
+
+// recordPlan turns a plan a Job reported into a TerraformPlan waiting for approval: the plan of
+// a Manual change, the destructive plan the guard stopped, or the new plan of an approved apply
+// that planned something else (whose old plan then failed).
+func (r *provider[T]) recordPlan(ctx context.Context, p *pass[T], job *batchv1.Job, res captfv1.RunResult, rr *runresult.Result) error {
+	if res == captfv1.RunPlanChanged {
+		if err := r.finishPlan(ctx, p, job.Annotations[captfv1.PlanAnnotation], captfv1.PlanFailed,
+			"The approved plan no longer matched what the apply planned; a new plan waits for approval"); err != nil {
+			return err
+		}
+	}
+	if rr == nil || rr.Plan == nil || rr.PlanHash == "" || planIsEmpty(rr.Plan) {
+		return nil
+	}
+	reason := captfv1.PlanReasonManual
+	if res == captfv1.RunBlocked || (res == captfv1.RunPlanChanged && p.spec.ApplyPolicy != captfv1.ApplyPolicyManual) {
+		reason = captfv1.PlanReasonDestructive
+	}
+	tp := newPlan(p.owner.Namespace, p.owner.Kind, p.owner.Name, job, reason, rr)
+	tp.Labels = p.owner.MoveLabels()
+	tp.Labels[captfv1.PlanPhaseLabel] = string(captfv1.PlanPending)
+	tp.Labels[captfv1.DestructiveLabel] = strconv.FormatBool(rr.Destructive)
+	tp.OwnerReferences = []metav1.OwnerReference{p.owner.ControllerRef()}
+	if err := r.client.Create(ctx, tp); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create TerraformPlan %s: %w", tp.Name, err)
+	}
+	if err := r.setPlanPhase(ctx, tp, captfv1.PlanPending, "Waiting for approval"); err != nil {
+		return err
+	}
+	if err := r.supersede(ctx, p, tp.Name); err != nil {
+		return err
+	}
+	p.status.PendingPlanRef = &corev1.LocalObjectReference{Name: tp.Name}
+	r.recorder.Eventf(p.scope.Object, corev1.EventTypeNormal, "PlanReady",
+		"TerraformPlan %s waits for approval (%s: %d to create, %d to update, %d to replace, %d to delete): kubectl captf approve %s -n %s",
+		tp.Name, reason, rr.Plan.Create, rr.Plan.Update, rr.Plan.Replace, rr.Plan.Delete, tp.Name, tp.Namespace)
+	return nil
+}
+
+// newPlan builds the TerraformPlan of a Job's plan. Its name derives from the Job and the plan
+// hash, so recording the same Job twice finds the same plan.
+func newPlan(namespace, kind, target string, job *batchv1.Job, reason captfv1.PlanReason, rr *runresult.Result) *captfv1.TerraformPlan {
+	sum := sha256.Sum256([]byte(job.Name + "/" + rr.PlanHash))
+	name := target
+	if len(name) > 242 {
+		name = name[:242]
+	}
+	s := rr.Plan
+	return &captfv1.TerraformPlan{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-" + hex.EncodeToString(sum[:])[:10]},
+		Spec: captfv1.TerraformPlanSpec{
+			TargetRef:  captfv1.PlanTarget{Kind: kind, Name: target},
+			PlanHash:   rr.PlanHash,
+			InputsHash: job.Annotations[captfv1.InputsHashAnnotation],
+			Reason:     reason,
+			Summary: captfv1.PlanSummary{
+				Create: int32(s.Create), Update: int32(s.Update), Replace: int32(s.Replace), Delete: int32(s.Delete),
+				OutputChanges: int32(s.OutputChanges), Resources: s.Resources, Truncated: s.Truncated,
+			},
+		},
+	}
+}
+
+// planApplied marks the plan an apply Job consumed as Applied.
+func (r *provider[T]) planApplied(ctx context.Context, p *pass[T], job *batchv1.Job) error {
+	p.status.PendingPlanRef = nil
+	return r.finishPlan(ctx, p, job.Annotations[captfv1.PlanAnnotation], captfv1.PlanApplied, "Applied by Job "+job.Name)
+}
+
+func (r *provider[T]) finishPlan(ctx context.Context, p *pass[T], name string, phase captfv1.PlanPhase, msg string) error {
+	if name == "" {
+		return nil
+	}
+	tp := &captfv1.TerraformPlan{}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: p.owner.Namespace, Name: name}, tp); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	return r.setPlanPhase(ctx, tp, phase, msg)
+}
+
+// supersede ends every other live plan of the object: one live plan per target.
+func (r *provider[T]) supersede(ctx context.Context, p *pass[T], keep string) error {
+	plans, err := r.plansOf(ctx, p)
+	if err != nil {
+		return err
+	}
+	for i := range plans {
+		if plans[i].Name != keep && planLive(plans[i].Status.Phase) {
+			if err := r.setPlanPhase(ctx, &plans[i], captfv1.PlanSuperseded, "A newer plan replaced it"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// setPlanPhase writes a plan's phase to its status and to its phase label (which, unlike
+// status, survives clusterctl move). It writes nothing when both already say so.
+func (r *provider[T]) setPlanPhase(ctx context.Context, tp *captfv1.TerraformPlan, phase captfv1.PlanPhase, msg string) error {
+	if tp.Labels[captfv1.PlanPhaseLabel] != string(phase) {
+		before := tp.DeepCopy()
+		if tp.Labels == nil {
+			tp.Labels = map[string]string{}
+		}
+		tp.Labels[captfv1.PlanPhaseLabel] = string(phase)
+		if err := r.client.Patch(ctx, tp, client.MergeFrom(before)); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	}
+	if tp.Status.Phase == phase {
+		return nil
+	}
+	before := tp.DeepCopy()
+	tp.Status.Phase = phase
+	tp.Status.ObservedGeneration = tp.Generation
+	if msg != "" {
+		tp.Status.Conditions = setCondition(tp.Status.Conditions, metav1.Condition{
+			Type: captfv1.ReadyCondition, Status: metav1.ConditionTrue, Reason: string(phase), Message: msg,
+			ObservedGeneration: tp.Generation,
+		})
+	}
+	return client.IgnoreNotFound(r.client.Status().Patch(ctx, tp, client.MergeFrom(before)))
+}
+
+func setCondition(conds []metav1.Condition, c metav1.Condition) []metav1.Condition {
+	c.LastTransitionTime = metav1.Now()
+	for i := range conds {
+		if conds[i].Type == c.Type {
+			if conds[i].Status == c.Status {
+				c.LastTransitionTime = conds[i].LastTransitionTime
+			}
+			conds[i] = c
+			return conds
+		}
+	}
+	return append(conds, c)
+}

@@ -1,0 +1,118 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+	"github.com/capx-io/capx/internal/capi"
+	"github.com/capx-io/capx/internal/captf/jobs"
+)
+
+// provider implements the shared plumbing's Provider for one CAPTF kind: the phases are the
+// engine's, the kind supplies what differs.
+type provider[T capi.Object] struct {
+	*engine
+	kind kind[T]
+}
+
+// ReconcileNormal runs the phases of a live object: record finished Jobs, wait while one runs,
+// read the state and the module's outputs, render the inputs, decide, act.
+func (r *provider[T]) ReconcileNormal(ctx context.Context, s *capi.Scope[T]) (ctrl.Result, error) {
+	p, err := r.newPass(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	err = run(ctx, p, r.listJobs, r.bookkeep, r.waitForActiveJob, r.ensureRunnerRBAC,
+		r.readState, r.readOutputs, r.renderInputs, r.decide, r.act)
+	return p.result(), err
+}
+
+// ReconcileDelete runs the phases of a deleting object: the same, except that outputs are not
+// mapped, a cluster waits for its dependents, and the decision is a destroy, a retain or letting
+// the finalizer go.
+func (r *provider[T]) ReconcileDelete(ctx context.Context, s *capi.Scope[T]) (bool, ctrl.Result, error) {
+	p, err := r.newPass(ctx, s)
+	if err != nil {
+		return false, ctrl.Result{}, err
+	}
+	err = run(ctx, p, r.listJobs, r.bookkeep, r.waitForActiveJob, r.findDependents,
+		r.readState, r.renderInputs, r.decide, r.act)
+	return p.done, p.result(), err
+}
+
+// ReconcilePaused only records finished Jobs: a paused object starts nothing and destroys
+// nothing (clusterctl move copies and deletes paused objects), but a Job that finished must not
+// lose its result, and block-move must clear once no Job runs.
+func (r *provider[T]) ReconcilePaused(ctx context.Context, s *capi.Scope[T]) (ctrl.Result, error) {
+	p, err := r.newPass(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	err = run(ctx, p, r.listJobs, r.bookkeep, r.waitForActiveJob)
+	return p.result(), err
+}
+
+// UpdateStatus computes the object's conditions from what the pass observed.
+func (r *provider[T]) UpdateStatus(s *capi.Scope[T]) {
+	p, ok := s.Observed.(*pass[T])
+	if !ok {
+		return
+	}
+	updateStatus(p, r.kind.mutable())
+}
+
+// newPass starts a reconcile's record: the object's blocks, its owner identity, the cluster's
+// TerraformCluster (defaults, exports) and the effective Job policy.
+func (r *provider[T]) newPass(ctx context.Context, s *capi.Scope[T]) (*pass[T], error) {
+	spec, status, init := r.kind.workspace(s.Object)
+	clusterName := s.Object.GetLabels()[clusterv1.ClusterNameLabel]
+	if s.Cluster != nil {
+		clusterName = s.Cluster.Name
+	}
+	owner, err := jobs.OwnerOf(s.Object, clusterName)
+	if err != nil {
+		return nil, err
+	}
+	p := &pass[T]{scope: s, owner: owner, spec: spec, status: status, init: init}
+	s.Observed = p
+	if owner.Kind != contractKindCluster {
+		if p.tfCluster, err = r.terraformCluster(ctx, s.Cluster); err != nil {
+			return nil, err
+		}
+	}
+	var defaults *captfv1.JobPolicy
+	if p.tfCluster != nil {
+		if p.tfCluster.Spec.Defaults != nil {
+			defaults = p.tfCluster.Spec.Defaults.Jobs
+		}
+		p.policy = jobs.Effective(spec.Jobs, defaults, p.tfCluster.Spec.Jobs)
+	} else {
+		p.policy = jobs.Effective(spec.Jobs)
+	}
+	return p, nil
+}
+
+// terraformCluster returns the Cluster's infrastructure when it is a TerraformCluster; nil when
+// the Cluster is unknown or uses another provider.
+func (r *provider[T]) terraformCluster(ctx context.Context, cluster *clusterv1.Cluster) (*captfv1.TerraformCluster, error) {
+	if cluster == nil {
+		return nil, nil
+	}
+	ref := cluster.Spec.InfrastructureRef
+	if ref.Kind != contractKindCluster || ref.APIGroup != captfv1.GroupVersion.Group {
+		return nil, nil
+	}
+	tc := &captfv1.TerraformCluster{}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: ref.Name}, tc); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("get TerraformCluster %s/%s: %w", cluster.Namespace, ref.Name, err)
+	}
+	return tc, nil
+}

@@ -1,0 +1,201 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+	"github.com/capx-io/capx/internal/capi"
+	"github.com/capx-io/capx/internal/captf/contract"
+	"github.com/capx-io/capx/internal/captf/inputs"
+	"github.com/capx-io/capx/internal/captf/jobs"
+	"github.com/capx-io/capx/internal/captf/outputs"
+	"github.com/capx-io/capx/internal/captf/state"
+)
+
+// readState reads the backend's state Secrets and its lock, backs up a serial not backed up
+// yet, and lists the backups. An unreadable state is an observation, not an error: the decision
+// holds everything on it.
+func (r *provider[T]) readState(ctx context.Context, p *pass[T]) error {
+	suffix := p.owner.StateSuffix()
+	p.status.StateSecretSuffix = suffix
+	snap, err := state.Read(ctx, r.client, p.owner.Namespace, suffix)
+	switch reason := state.Reason(err); {
+	case err == nil:
+		p.snap = snap
+		p.status.ObservedStateSerial = ptr.To(snap.Serial)
+		p.status.StateResources = ptr.To(int32(snap.Resources))
+	case reason != "":
+		p.stateErr = err
+	default:
+		return err
+	}
+	if p.snap != nil && p.snap.RetainedFrom() != "" && p.snap.RetainedFrom() != string(p.owner.UID) {
+		p.stateErr = &retainedError{uid: p.snap.RetainedFrom()}
+		p.snap = nil
+	}
+	if err := r.checkLock(ctx, p); err != nil {
+		return err
+	}
+	return r.backups(ctx, p)
+}
+
+// retainedError is state kept by an earlier object of the same name with deletionPolicy Retain;
+// it is never used without spec.adoptRetainedState (see docs/captf/deletion.md).
+type retainedError struct{ uid string }
+
+func (e *retainedError) Error() string {
+	return "the state was retained by an earlier object of this name (uid " + e.uid +
+		"); delete its Secrets (label captf.io/retained-from-uid=" + e.uid + ") to start fresh, " +
+		"or restore it into this object with the captf.io/restore-state annotation"
+}
+
+func reasonOf(err error) string {
+	var re *retainedError
+	if errors.As(err, &re) {
+		return captfv1.RetainedStateFoundReason
+	}
+	return state.Reason(err)
+}
+
+// checkLock reads the state lock. A lock held by one of this object's own runner Pods that is
+// gone or finished is stale and the next Job force-unlocks it; any other holder blocks.
+func (r *provider[T]) checkLock(ctx context.Context, p *pass[T]) error {
+	lock, err := state.ReadLock(ctx, r.reader, p.owner.Namespace, p.owner.StateSuffix())
+	if err != nil {
+		return err
+	}
+	p.lock = lock
+	if !lock.Locked() {
+		return nil
+	}
+	who := ""
+	if lock.Info != nil {
+		who = lock.Info.Who
+	}
+	holder, ours := jobs.ParseHolder(who)
+	if !ours || !holder.IsFor(p.owner.Kind, p.owner.Name) || lock.Info == nil {
+		p.stateErr = fmt.Errorf("state: the state lock is held by %q, which is not one of this object's runs: "+
+			"it is never unlocked automatically; when you are sure nobody runs, unlock it with "+
+			"`tofu force-unlock` against the same backend", who)
+		p.lockForeign = true
+		return nil
+	}
+	alive, err := r.jobRuns(ctx, p.owner.Namespace, holder.String())
+	if err != nil {
+		return err
+	}
+	if !alive {
+		p.unlockID = lock.Info.ID
+	}
+	return nil
+}
+
+// jobRuns reports whether the named Job exists and has not finished.
+func (r *provider[T]) jobRuns(ctx context.Context, namespace, name string) (bool, error) {
+	job := &batchv1.Job{}
+	err := r.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, job)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return jobs.Classify(job) == jobs.PhaseActive, nil
+}
+
+// backups takes a backup of a serial not backed up yet, prunes old ones and lists the rest.
+func (r *provider[T]) backups(ctx context.Context, p *pass[T]) error {
+	ns, suffix := p.owner.Namespace, p.owner.StateSuffix()
+	sets, err := state.Backups(ctx, r.client, ns, suffix)
+	if err != nil {
+		return err
+	}
+	deleting := !p.scope.Object.GetDeletionTimestamp().IsZero()
+	if p.snap != nil && !deleting && r.opts.StateBackups > 0 && !backedUp(sets, p.snap) {
+		ref, err := state.OwnerReference(p.scope.Object, r.client.Scheme())
+		if err != nil {
+			return err
+		}
+		if _, err := state.Backup(ctx, r.client, p.snap, ref, state.BackupOptions{Keep: r.opts.StateBackups, Now: r.clock.Now()}); err != nil {
+			return fmt.Errorf("back up state serial %d: %w", p.snap.Serial, err)
+		}
+		if sets, err = state.Backups(ctx, r.client, ns, suffix); err != nil {
+			return err
+		}
+	}
+	if len(sets) > max(r.opts.StateBackups, 0) && r.opts.StateBackups > 0 {
+		if _, err := state.Prune(ctx, r.client, ns, suffix, r.opts.StateBackups); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Pruning state backups failed; retrying on the next reconcile")
+		} else if sets, err = state.Backups(ctx, r.client, ns, suffix); err != nil {
+			return err
+		}
+	}
+	p.backups = sets
+	p.status.StateBackups = state.StatusBackups(sets)
+	return nil
+}
+
+// backedUp reports whether a complete backup of the snapshot's serial and content exists.
+func backedUp(sets []state.BackupSet, snap *state.Snapshot) bool {
+	return slices.ContainsFunc(sets, func(s state.BackupSet) bool {
+		return s.Complete && s.Serial == snap.Serial && s.Digest == snap.Digest
+	})
+}
+
+// adoptState records a successful apply or restore: the object owns the state's Secrets, the
+// base Secret carries the inputs hash applied, and the durable inputs Secret the applied marker.
+func (r *provider[T]) adoptState(ctx context.Context, p *pass[T], inputsHash string) error {
+	ref, err := state.OwnerReference(p.scope.Object, r.client.Scheme())
+	if err != nil {
+		return err
+	}
+	if err := state.Adopt(ctx, r.client, p.owner.Namespace, p.owner.StateSuffix(), ref, inputsHash); err != nil {
+		return err
+	}
+	_, err = inputs.MarkApplied(ctx, r.client, p.owner)
+	return client.IgnoreNotFound(err)
+}
+
+// readOutputs decodes the module's outputs from the state and lets the kind write them onto
+// the object; then it latches provisioned.
+func (r *provider[T]) readOutputs(_ context.Context, p *pass[T]) error {
+	if p.snap == nil {
+		return nil
+	}
+	role, err := contract.RoleOf(p.owner.Kind)
+	if err != nil {
+		return err
+	}
+	opts := outputs.Options{EndpointFromUser: r.endpointFromUser(p)}
+	p.outputs = outputs.Decode(role, p.snap.Outputs, opts)
+	r.kind.applyOutputs(p, p.outputs)
+	p.status.Health = p.outputs.Health
+	if provisionable(p) {
+		p.init.Provisioned = ptr.To(true)
+	}
+	return nil
+}
+
+// provisionable is the provisioned rule: an adopted apply, valid required outputs, and health
+// past pending. Once true it is latched and never re-evaluated.
+func provisionable[T capi.Object](p *pass[T]) bool {
+	if ptr.Deref(p.init.Provisioned, false) {
+		return true
+	}
+	return p.snap != nil && p.snap.InputsHash != "" && p.outputs != nil &&
+		p.outputs.Status() == outputs.Valid &&
+		(p.outputs.Health == nil || p.outputs.Health.State != "pending")
+}
+
+func (r *provider[T]) endpointFromUser(p *pass[T]) bool {
+	return p.owner.Kind == contract.KindCluster && p.scope.Object.GetAnnotations()[captfv1.EndpointSourceAnnotation] == "user"
+}

@@ -1,0 +1,330 @@
+package controllers
+
+import (
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+	"github.com/capx-io/capx/internal/capi"
+	"github.com/capx-io/capx/internal/captf/decide"
+	"github.com/capx-io/capx/internal/captf/outputs"
+)
+
+// ownedConditions are the conditions the CAPTF controllers set, besides Ready, Paused and
+// Deleting (which the shared plumbing owns).
+var ownedConditions = []string{
+	captfv1.DependenciesReadyCondition, captfv1.ApplyJobSucceededCondition, captfv1.StateReadableCondition,
+	captfv1.OutputsValidCondition, captfv1.InfrastructureHealthyCondition, captfv1.DriftDetectedCondition,
+	captfv1.RestoreJobSucceededCondition, captfv1.DeletionBlockedCondition, captfv1.EndpointAvailableCondition,
+}
+
+// updateStatus computes every condition from what the pass observed, then the Ready summary.
+// It makes no API calls. Waiting is Unknown, never False, so a plan awaiting approval or a
+// lease wait never makes an object un-ready.
+func updateStatus[T capi.Object](p *pass[T], mutable bool) {
+	obj := p.scope.Object
+	gen := obj.GetGeneration()
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+		conditions.Set(obj, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
+	}
+	p.status.ObservedGeneration = gen
+	if p.rendered != nil && p.snap != nil && p.snap.InputsHash != "" {
+		p.status.AppliedInputsHash = p.snap.InputsHash
+	}
+
+	if t, s, reason, msg, ok := dependenciesCondition(p); ok {
+		set(t, s, reason, msg)
+	}
+	if s, reason, msg, ok := stateCondition(p); ok {
+		set(captfv1.StateReadableCondition, s, reason, msg)
+	}
+	s, reason, msg := applyCondition(p)
+	set(captfv1.ApplyJobSucceededCondition, s, reason, msg)
+	if p.outputs != nil || p.snap != nil {
+		s, reason, msg = outputsCondition(p)
+		set(captfv1.OutputsValidCondition, s, reason, msg)
+		s, reason, msg = healthCondition(p.status.Health)
+		set(captfv1.InfrastructureHealthyCondition, s, reason, msg)
+	} else if conditions.Get(obj, captfv1.OutputsValidCondition) == nil {
+		set(captfv1.OutputsValidCondition, metav1.ConditionUnknown, captfv1.OutputsPendingReason, "No state yet")
+		set(captfv1.InfrastructureHealthyCondition, metav1.ConditionUnknown, captfv1.HealthUnknownReason, "No state yet")
+	}
+	if s, reason, msg, ok := driftCondition(p); ok {
+		set(captfv1.DriftDetectedCondition, s, reason, msg)
+	}
+	if s, reason, msg, ok := restoreCondition(p); ok {
+		set(captfv1.RestoreJobSucceededCondition, s, reason, msg)
+	}
+	if tc, ok := any(obj).(*captfv1.TerraformCluster); ok {
+		if len(p.dependents) > 0 {
+			msg := "Waiting for " + listSome(p.dependents, 5) + " to be destroyed first"
+			set(captfv1.DeletionBlockedCondition, metav1.ConditionTrue, captfv1.DependentsExistReason, msg)
+			set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, msg)
+		} else {
+			set(captfv1.DeletionBlockedCondition, metav1.ConditionFalse, captfv1.NotBlockedReason, "")
+		}
+		if tc.Spec.ControlPlaneEndpoint.IsValid() {
+			set(captfv1.EndpointAvailableCondition, metav1.ConditionTrue, captfv1.EndpointAvailableReason,
+				fmt.Sprintf("%s:%d", tc.Spec.ControlPlaneEndpoint.Host, tc.Spec.ControlPlaneEndpoint.Port))
+		} else {
+			set(captfv1.EndpointAvailableCondition, metav1.ConditionFalse, captfv1.WaitingForEndpointReason,
+				"Neither the Cluster, the TerraformCluster nor the module's control_plane_endpoint output set an endpoint yet")
+		}
+	}
+	if p.decision.Op == captfv1.OperationDestroy || (p.active != nil && p.active.Labels[captfv1.OperationLabel] == string(captfv1.OperationDestroy)) {
+		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, "Destroying the infrastructure")
+	}
+	setReady(p, mutable)
+}
+
+// setReady summarises. Before provisioning every step counts; after it only health (and
+// deletion) does, except that a pool also counts its applies: a failed re-apply of a cluster
+// or machine must not flip the Cluster's InfrastructureReady and suspend health checks.
+func setReady[T capi.Object](p *pass[T], mutable bool) {
+	types := []string{captfv1.InfrastructureHealthyCondition, clusterv1.DeletingCondition}
+	if !ptr.Deref(p.init.Provisioned, false) {
+		types = append(types, captfv1.DependenciesReadyCondition, captfv1.ApplyJobSucceededCondition,
+			captfv1.StateReadableCondition, captfv1.OutputsValidCondition)
+	} else if _, pool := any(p.scope.Object).(*captfv1.TerraformMachinePool); pool {
+		types = append(types, captfv1.ApplyJobSucceededCondition)
+	}
+	_ = mutable
+	_ = conditions.SetSummaryCondition(p.scope.Object, p.scope.Object, captfv1.ReadyCondition,
+		conditions.ForConditionTypes(types),
+		conditions.NegativePolarityConditionTypes{clusterv1.DeletingCondition},
+		conditions.IgnoreTypesIfMissing(types),
+	)
+}
+
+func dependenciesCondition[T capi.Object](p *pass[T]) (string, metav1.ConditionStatus, string, string, bool) {
+	t := captfv1.DependenciesReadyCondition
+	switch p.inputsWait {
+	case "":
+		if p.rendered == nil && p.stored == nil {
+			return "", "", "", "", false
+		}
+		return t, metav1.ConditionTrue, captfv1.DependenciesReadyReason, "", true
+	case captfv1.VariablesSourceNotFoundReason, captfv1.VariablesInvalidReason:
+		return t, metav1.ConditionFalse, p.inputsWait, errText(p.inputsErr), true
+	case captfv1.InputsTooLargeReason:
+		return t, metav1.ConditionTrue, captfv1.DependenciesReadyReason, "", true
+	}
+	return t, metav1.ConditionUnknown, p.inputsWait, waitMessage(p.inputsWait), true
+}
+
+func waitMessage(reason string) string {
+	switch reason {
+	case captfv1.WaitingForOwnerReason:
+		return "Waiting for the CAPI owner object"
+	case captfv1.WaitingForBootstrapDataReason:
+		return "Waiting for the bootstrap provider to write the bootstrap data Secret"
+	case captfv1.WaitingForClusterInfrastructureReason:
+		return "Waiting for the TerraformCluster to be provisioned and its exports to be readable"
+	}
+	return ""
+}
+
+func stateCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string, string, bool) {
+	switch {
+	case p.snap != nil && p.lockForeign:
+		return metav1.ConditionFalse, captfv1.StateLockedReason, errText(p.stateErr), true
+	case p.snap != nil:
+		return metav1.ConditionTrue, captfv1.StateReadReason,
+			fmt.Sprintf("Serial %d, %d resources, %d bytes", p.snap.Serial, p.snap.Resources, p.snap.Bytes), true
+	case p.stateErr == nil:
+		return "", "", "", false
+	}
+	reason := reasonOf(p.stateErr)
+	if reason == captfv1.StateNotFoundReason {
+		return metav1.ConditionUnknown, reason, "No state yet: nothing was applied", true
+	}
+	return metav1.ConditionFalse, reason, errText(p.stateErr), true
+}
+
+// applyCondition reports the apply side: a running Job, what the decision waits for, or the
+// newest apply's result.
+func applyCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string, string) {
+	if job := p.started; job != nil {
+		return metav1.ConditionUnknown, captfv1.ApplyRunningReason, fmt.Sprintf("Started %s Job %s", p.decision.Op, job.Name)
+	}
+	if job := p.active; job != nil {
+		return metav1.ConditionUnknown, captfv1.ApplyRunningReason,
+			fmt.Sprintf("%s Job %s is running", job.Labels[captfv1.OperationLabel], job.Name)
+	}
+	switch p.startWait {
+	case "":
+	case captfv1.QuotaExceededReason:
+		return metav1.ConditionFalse, p.startWait, "A ResourceQuota refused the Job: " + errText(p.startErr)
+	default:
+		return metav1.ConditionUnknown, p.startWait, "Waiting before starting " + string(p.decision.Op)
+	}
+	if p.inputsWait == captfv1.InputsTooLargeReason {
+		return metav1.ConditionFalse, captfv1.InputsTooLargeReason, errText(p.inputsErr)
+	}
+	d := p.decision
+	switch d.Reason {
+	case captfv1.DestructivePlanBlockedReason:
+		return metav1.ConditionFalse, d.Reason, planMessage(p, "The plan deletes or replaces resources and waits for an approved TerraformPlan")
+	case captfv1.PlanAwaitingApprovalReason, captfv1.PlanChangedReason:
+		return metav1.ConditionUnknown, d.Reason, planMessage(p, "A plan waits for approval")
+	case captfv1.WaitingForJobSlotReason:
+		return metav1.ConditionUnknown, d.Reason, "The cap on active Jobs is reached"
+	}
+	last := p.status.LastRun
+	for i := range p.jobList { // newest recorded apply or destroy
+		j := &p.jobList[i]
+		op := captfv1.Operation(j.Labels[captfv1.OperationLabel])
+		res := captfv1.RunResult(j.Annotations[captfv1.BookkeptAnnotation])
+		if res == "" || (op != captfv1.OperationApply && op != captfv1.OperationDestroy) {
+			continue
+		}
+		switch {
+		case res == captfv1.RunSucceeded && op == captfv1.OperationDestroy:
+			return metav1.ConditionTrue, captfv1.DestroySucceededReason, "Job " + j.Name
+		case res == captfv1.RunSucceeded:
+			return metav1.ConditionTrue, captfv1.ApplySucceededReason, "Job " + j.Name
+		case res == captfv1.RunFailed:
+			reason := captfv1.ApplyFailedReason
+			if op == captfv1.OperationDestroy {
+				reason = captfv1.DestroyFailedReason
+			}
+			msg := "Job " + j.Name + " failed"
+			if last != nil && last.Job == j.Name && last.Error != nil {
+				msg += ": " + last.Error.Summary
+				if last.Error.Kind == "deadline" {
+					reason = captfv1.JobDeadlineExceededReason
+				}
+			}
+			if d.Wait && d.RequeueAfter > 0 {
+				msg += fmt.Sprintf(" (retrying in %s)", d.RequeueAfter.Round(1e9))
+			}
+			return metav1.ConditionFalse, reason, msg
+		}
+		break
+	}
+	if p.snap != nil && p.snap.InputsHash != "" {
+		return metav1.ConditionTrue, captfv1.ApplySucceededReason, "The state records a successful apply"
+	}
+	return metav1.ConditionUnknown, captfv1.NoApplyYetReason, noApplyMessage(d)
+}
+
+func noApplyMessage(d decide.Decision) string {
+	if d.Wait && d.Reason != "" {
+		return "Waiting: " + d.Reason
+	}
+	return "No apply has run yet"
+}
+
+func planMessage[T capi.Object](p *pass[T], lead string) string {
+	if p.pendingPlan == nil {
+		return lead
+	}
+	s := p.pendingPlan.Spec.Summary
+	return fmt.Sprintf("%s: TerraformPlan %s (%d to create, %d to update, %d to replace, %d to delete); review and approve with `kubectl captf approve %s -n %s`",
+		lead, p.pendingPlan.Name, s.Create, s.Update, s.Replace, s.Delete, p.pendingPlan.Name, p.pendingPlan.Namespace)
+}
+
+func outputsCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string, string) {
+	if p.providerIDChanged {
+		return metav1.ConditionFalse, captfv1.ProviderIDChangedReason,
+			"The module reported a different provider_id than the one latched in spec.providerID; the machine keeps the first"
+	}
+	if p.outputs == nil {
+		return metav1.ConditionUnknown, captfv1.OutputsPendingReason, ""
+	}
+	switch p.outputs.Status() {
+	case outputs.Valid:
+		return metav1.ConditionTrue, captfv1.OutputsValidReason, ""
+	case outputs.Pending:
+		return metav1.ConditionUnknown, captfv1.OutputsPendingReason, p.outputs.Message()
+	case outputs.Missing:
+		return metav1.ConditionFalse, captfv1.OutputsMissingReason, p.outputs.Message()
+	}
+	return metav1.ConditionFalse, captfv1.OutputsInvalidReason, p.outputs.Message()
+}
+
+func healthCondition(h *captfv1.Health) (metav1.ConditionStatus, string, string) {
+	if h == nil {
+		return metav1.ConditionUnknown, captfv1.HealthUnknownReason, "The module reports no health yet"
+	}
+	switch {
+	case h.State == "running" && h.Healthy:
+		return metav1.ConditionTrue, captfv1.HealthyReason, h.Message
+	case h.State == "running":
+		return metav1.ConditionFalse, captfv1.InstanceUnhealthyReason, h.Message
+	case h.State == "pending":
+		return metav1.ConditionFalse, captfv1.InstancePendingReason, h.Message
+	case h.State == "degraded":
+		return metav1.ConditionFalse, captfv1.InstanceDegradedReason, h.Message
+	case h.State == "stopped":
+		return metav1.ConditionFalse, captfv1.InstanceStoppedReason, h.Message
+	case h.State == "terminated":
+		return metav1.ConditionFalse, captfv1.InstanceTerminatedReason, h.Message
+	}
+	return metav1.ConditionUnknown, captfv1.HealthUnknownReason, h.Message
+}
+
+func driftCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string, string, bool) {
+	drift := newestBookkept(p.jobList, captfv1.OperationDrift)
+	if drift == nil {
+		if p.status.LastDriftCheck == nil {
+			return metav1.ConditionUnknown, captfv1.DriftNotCheckedReason, "No drift check ran yet", true
+		}
+		return "", "", "", false
+	}
+	n := drift.Annotations[driftAnnotation]
+	if n == "" || n == "0" {
+		return metav1.ConditionFalse, captfv1.NoDriftReason, "Drift check " + drift.Name + " found none", true
+	}
+	reason := captfv1.DriftReportedReason
+	if p.decision.Reason == decide.ReasonDriftRemediation {
+		reason = captfv1.DriftRemediatingReason
+	}
+	return metav1.ConditionTrue, reason, fmt.Sprintf("Drift check %s found %s drifted resources", drift.Name, n), true
+}
+
+func restoreCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string, string, bool) {
+	v, ok := p.scope.Object.GetAnnotations()[captfv1.RestoreStateAnnotation]
+	if !ok {
+		return "", "", "", false
+	}
+	if p.decision.Reason == captfv1.RestoreBackupNotFoundReason {
+		return metav1.ConditionFalse, captfv1.RestoreBackupNotFoundReason,
+			"No complete backup of serial " + v + " exists; see status.stateBackups", true
+	}
+	for i := range p.jobList {
+		j := &p.jobList[i]
+		if j.Labels[captfv1.OperationLabel] != string(captfv1.OperationRestore) || j.Annotations[captfv1.RestoreSerialAnnotation] != v {
+			continue
+		}
+		switch captfv1.RunResult(j.Annotations[captfv1.BookkeptAnnotation]) {
+		case captfv1.RunSucceeded:
+			return metav1.ConditionTrue, captfv1.StateRestoredReason, "Serial " + v + " restored by Job " + j.Name, true
+		case "":
+			return metav1.ConditionUnknown, captfv1.ApplyRunningReason, "Restore Job " + j.Name + " is running", true
+		default:
+			return metav1.ConditionFalse, captfv1.RestoreFailedReason,
+				"Restore Job " + j.Name + " failed; it is not retried for the same serial: remove the annotation and set it again", true
+		}
+	}
+	return metav1.ConditionUnknown, captfv1.NoApplyYetReason, "Restore of serial " + v + " requested", true
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func listSome(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
+}
