@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
@@ -247,4 +247,3 @@ func gone(t *testing.T, o client.Object) {
 		return apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKeyFromObject(o), o))
 	}, 20*time.Second, 100*time.Millisecond).Should(BeTrue(), "%T %s still exists: finalizers %v", o, o.GetName(), o.GetFinalizers())
 }
-

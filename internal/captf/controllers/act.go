@@ -257,4 +257,3 @@ func (r *provider[T]) retain(ctx context.Context, p *pass[T]) error {
 	}
 	return r.releaseLeases(ctx, p, "")
 }
-
