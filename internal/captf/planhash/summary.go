@@ -57,11 +57,7 @@ func Summarize(plan *tfjson.Plan) runresult.PlanSummary {
 		}
 		entries = append(entries, rc.Address+" ("+strings.Join(labels(rc), ", ")+")")
 	}
-	for _, ch := range plan.OutputChanges {
-		if outputCounts(ch) {
-			s.OutputChanges++
-		}
-	}
+	s.OutputChanges = outputChanges(plan)
 	s.Resources, s.Truncated = firstSorted(entries, runresult.MaxPlanResources)
 	return s
 }
@@ -80,14 +76,20 @@ func DriftSummary(plan *tfjson.Plan) runresult.Drift {
 			addrs = append(addrs, rc.Address)
 		}
 	}
-	for _, ch := range plan.OutputChanges {
-		if outputCounts(ch) {
-			d.Outputs++
-		}
-	}
+	d.Outputs = outputChanges(plan)
 	d.Resources = len(addrs)
 	d.Addresses, d.Truncated = firstSorted(addrs, runresult.MaxDriftAddresses)
 	return d
+}
+
+func outputChanges(plan *tfjson.Plan) int {
+	n := 0
+	for _, ch := range plan.OutputChanges {
+		if outputCounts(ch) {
+			n++
+		}
+	}
+	return n
 }
 
 func labels(rc *tfjson.ResourceChange) []string {

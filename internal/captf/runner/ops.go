@@ -55,25 +55,14 @@ func (r *run) applyPlain(ctx context.Context) *failure {
 // applyGuarded plans, inspects the plan, and applies exactly that saved plan unless the guard
 // blocks it or it differs from the approved one. A plan without changes ends here, successfully.
 func (r *run) applyGuarded(ctx context.Context) *failure {
-	if f := r.validate(ctx); f != nil {
-		return f
-	}
 	planPath := filepath.Join(r.o.workdir, planFileApply)
-	changed, f := r.plan(ctx, planPath, tfexec.Refresh(true))
+	plan, f := r.reviewPlan(ctx, planPath)
 	if f != nil {
 		return f
 	}
-	if !changed {
-		r.noChanges()
+	if plan == nil {
 		r.logf("the plan has no changes; nothing to apply")
 		return nil
-	}
-	plan, f := r.show(ctx, planPath)
-	if f != nil {
-		return f
-	}
-	if f := r.describePlan(plan); f != nil {
-		return f
 	}
 	if r.o.expectPlan != "" {
 		// Approving a plan approves its deletes; only its exact content may be applied.
@@ -93,23 +82,29 @@ func (r *run) applyGuarded(ctx context.Context) *failure {
 
 // planOp is the plan a Manual object shows for approval: summary and keyed hash.
 func (r *run) planOp(ctx context.Context) *failure {
+	_, f := r.reviewPlan(ctx, filepath.Join(r.o.workdir, planFileReview))
+	return f
+}
+
+// reviewPlan validates, plans into planPath and, when the plan has changes, reads it back and
+// records its summary and hash in the result. It returns a nil plan when there are no changes.
+func (r *run) reviewPlan(ctx context.Context, planPath string) (*tfjson.Plan, *failure) {
 	if f := r.validate(ctx); f != nil {
-		return f
+		return nil, f
 	}
-	planPath := filepath.Join(r.o.workdir, planFileReview)
 	changed, f := r.plan(ctx, planPath, tfexec.Refresh(true))
 	if f != nil {
-		return f
+		return nil, f
 	}
 	if !changed {
 		r.noChanges()
-		return nil
+		return nil, nil
 	}
 	plan, f := r.show(ctx, planPath)
 	if f != nil {
-		return f
+		return nil, f
 	}
-	return r.describePlan(plan)
+	return plan, r.describePlan(plan)
 }
 
 func (r *run) refresh(ctx context.Context) *failure {
