@@ -82,7 +82,8 @@ type BackupSet struct {
 	// Complete is true when every chunk exists and all agree on what they hold.
 	Complete bool
 
-	objs []metav1.PartialObjectMetadata
+	chunks int // as the chunks annotation says
+	objs   []metav1.PartialObjectMetadata
 }
 
 // BackupOptions tune Backup.
@@ -138,6 +139,9 @@ func Backup(ctx context.Context, c client.Client, snap *Snapshot, owner metav1.O
 	if err != nil {
 		return "", err
 	}
+	if err := discardMiscut(ctx, c, sets, name, len(snap.data)); err != nil {
+		return "", err
+	}
 	if !done {
 		for i := range snap.data {
 			if err := createChunk(ctx, c, snap, owner, opts.SourceJob, name, takenAt, i); err != nil {
@@ -178,6 +182,23 @@ func chooseSet(sets []BackupSet, snap *Snapshot, now time.Time) (string, time.Ti
 		return "", now, false, fmt.Errorf("state: back up serial %d: %s holds another state with the same digest prefix: %w", snap.Serial, name, ErrBackupConflict)
 	}
 	return name, now, false, nil
+}
+
+// discardMiscut deletes the incomplete set name if it cuts the same state into another
+// number of chunks (a backend with another chunk size wrote it): resuming it would only ever
+// conflict, and it would stay the newest set, so pruning would never remove it.
+func discardMiscut(ctx context.Context, c client.Client, sets []BackupSet, name string, chunks int) error {
+	for _, s := range sets {
+		if s.Name != name || s.Complete || s.chunks == chunks {
+			continue
+		}
+		for j := range s.objs {
+			if err := deleteMeta(ctx, c, &s.objs[j]); err != nil {
+				return fmt.Errorf("state: delete backup Secret %s in namespace %s: %w", s.objs[j].Name, s.objs[j].Namespace, err)
+			}
+		}
+	}
+	return nil
 }
 
 func createChunk(ctx context.Context, c client.Client, snap *Snapshot, owner metav1.OwnerReference, job, set string, takenAt time.Time, i int) error {
@@ -294,6 +315,7 @@ func newSet(name string, members []metav1.PartialObjectMetadata) BackupSet {
 		s.TakenAt = members[0].CreationTimestamp.Time
 	}
 	n, err := strconv.Atoi(first[BackupChunksAnnotation])
+	s.chunks = n
 	s.Complete = err == nil && n == len(members) && n <= MaxChunks && s.Digest != "" && first[BackupSerialAnnotation] != ""
 	for i, m := range members {
 		s.Chunks = append(s.Chunks, m.Name)

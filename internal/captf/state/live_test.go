@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -389,6 +390,20 @@ func TestBackupRotationLive(t *testing.T) {
 	found, err := FindBackup(ctx, e.Client, ns, suffix, s3.Serial)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(found.Name).To(Equal(name), "the newest complete set of the serial")
+
+	// The same state cut into another number of chunks: the interrupted set cannot be resumed,
+	// so it is started again.
+	s8 := twoChunks(snapshotWith(t, ns, 8, 6))
+	miscut := interruptedSet(t, ns, s8, ref, now.Add(7*time.Minute))
+	s8.data = [][]byte{bytes.Join(s8.data, nil)}
+	again, err := Backup(ctx, e.Client, s8, ref, opts(7, 10))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again).To(Equal(miscut))
+	sets, err = Backups(ctx, e.Client, ns, suffix)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sets[0].Name).To(Equal(miscut))
+	g.Expect(sets[0].Complete).To(BeTrue())
+	g.Expect(sets[0].Chunks).To(HaveLen(1))
 
 	// A chunk under our name with other data is a conflict, never overwritten.
 	s7 := snapshotWith(t, ns, 7, 6)
