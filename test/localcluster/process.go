@@ -100,7 +100,8 @@ func belongsTo(pid int, dir string) bool {
 			return false
 		}
 		if len(cmdline) > 0 {
-			return bytes.Contains(cmdline, []byte(dir))
+			// dir/ or dir as a whole argument: cluster "a" must not claim cluster "ab"'s daemons.
+			return bytes.Contains(cmdline, []byte(dir+"/")) || bytes.Contains(cmdline, []byte(dir+"\x00"))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -91,16 +91,23 @@ its config, PID files, logs and state in one folder (default _artifacts/clusters
 		},
 	}
 
+	// onCluster runs fn on the cluster the flags name, up or not.
+	onCluster := func(fn func(cmd *cobra.Command, c *localcluster.Cluster, args []string) error) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			c, err := localcluster.Open(o)
+			if err != nil {
+				return err
+			}
+			return fn(cmd, c, args)
+		}
+	}
+
 	var output string
 	status := &cobra.Command{
 		Use:   "status",
 		Short: "Report each daemon, the namespace's isolation and node readiness (exit 1 when not up)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := localcluster.Open(o)
-			if err != nil {
-				return err
-			}
+		RunE: onCluster(func(cmd *cobra.Command, c *localcluster.Cluster, _ []string) error {
 			s := c.Status(cmd.Context())
 			if err := printStatus(stdout, s, output); err != nil {
 				return err
@@ -109,7 +116,7 @@ its config, PID files, logs and state in one folder (default _artifacts/clusters
 				return errNotUp
 			}
 			return nil
-		},
+		}),
 	}
 	status.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 
@@ -121,17 +128,13 @@ its config, PID files, logs and state in one folder (default _artifacts/clusters
 		Long:      "Show a daemon's log. Daemons: " + fmt.Sprint(localcluster.DaemonNames()),
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: localcluster.DaemonNames(),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := localcluster.Open(o)
-			if err != nil {
-				return err
-			}
+		RunE: onCluster(func(cmd *cobra.Command, c *localcluster.Cluster, args []string) error {
 			if pathOnly {
 				fmt.Fprintln(stdout, c.LogPath(args[0]))
 				return nil
 			}
 			return c.WriteLog(cmd.Context(), stdout, args[0], lines, follow)
-		},
+		}),
 	}
 	logs.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing what is appended (Ctrl-C to stop)")
 	logs.Flags().IntVar(&lines, "tail", 0, "only the last N lines (0: all)")
@@ -141,14 +144,10 @@ its config, PID files, logs and state in one folder (default _artifacts/clusters
 		Use:   "kubeconfig",
 		Short: "Print the path of the cluster's admin kubeconfig",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := localcluster.Open(o)
-			if err != nil {
-				return err
-			}
+		RunE: onCluster(func(_ *cobra.Command, c *localcluster.Cluster, _ []string) error {
 			fmt.Fprintln(stdout, c.Kubeconfig())
 			return nil
-		},
+		}),
 	}
 
 	root.AddCommand(up, down, status, logs, kubeconfig)
