@@ -46,11 +46,11 @@ func exitCode(err error) int {
 // quiet: validate -json and show -json print values, which belong in no log), and records the
 // exit code and duration in the result.
 func (r *run) step(ctx context.Context, name string, quiet bool, fn func(ctx context.Context) error) error {
+	r.tail.reset()
+	r.counts.reset()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r.tail.reset()
-	r.counts.reset()
 	if quiet {
 		r.tf.SetStdout(io.Discard)
 		defer r.tf.SetStdout(r.stdout)
