@@ -67,18 +67,19 @@ func (o *options) execute(parent context.Context, rio IO) error {
 	}
 	r.stdout = r.red.writer(io.MultiWriter(log, r.counts))
 	r.stderr = r.red.writer(io.MultiWriter(log, r.tail))
-	context.AfterFunc(ctx, func() {
-		r.stopMu.Lock()
-		r.stoppedAt = time.Now()
-		r.stopMu.Unlock()
-		r.logf("stop requested: interrupting the running step (up to %s to stop and save state)", o.stopTimeout)
-	})
-
 	// The kubelet kills the pod when its grace period ends, and a result written after that
 	// is never read. If the runtime outlives --stop-timeout (a child holding its output open,
 	// a hung provider), the runner writes an interrupted result and returns without it.
 	hardStop := make(chan struct{})
-	context.AfterFunc(ctx, func() { time.AfterFunc(o.stopTimeout, func() { close(hardStop) }) })
+	onStop := context.AfterFunc(ctx, func() {
+		r.stopMu.Lock()
+		r.stoppedAt = time.Now()
+		r.stopMu.Unlock()
+		r.logf("stop requested: interrupting the running step (up to %s to stop and save state)", o.stopTimeout)
+		time.AfterFunc(o.stopTimeout, func() { close(hardStop) })
+	})
+	// Returning cancels ctx (stop above); that is no stop request.
+	defer onStop()
 
 	r.logf("starting %s", o.op)
 	done := make(chan *failure, 1)
