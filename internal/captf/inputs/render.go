@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -218,7 +220,7 @@ func Render(src Source) (*Rendered, error) {
 	for name := range contract.SensitiveInputs {
 		sensitive[name] = true
 	}
-	user := sortedKeys(src.Variables.Values)
+	user := slices.Sorted(maps.Keys(src.Variables.Values))
 	for _, name := range user {
 		if err := CheckVariableName(role, name, "the variables"); err != nil {
 			return nil, err

@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -148,9 +150,9 @@ func TestRenderFollowsTheContract(t *testing.T) {
 				want = append(want, "captf_cluster_outputs")
 			}
 			want = append(want, contract.RoleInputs[role]...)
-			want = append(want, sortedKeys(src.Variables.Values)...)
-			g.Expect(sortedKeys(root.Variable)).To(ConsistOf(want), "one root variable per input and user variable")
-			g.Expect(sortedKeys(vars)).To(ConsistOf(want), "a value for every root variable")
+			want = append(want, slices.Sorted(maps.Keys(src.Variables.Values))...)
+			g.Expect(slices.Sorted(maps.Keys(root.Variable))).To(ConsistOf(want), "one root variable per input and user variable")
+			g.Expect(slices.Sorted(maps.Keys(vars))).To(ConsistOf(want), "a value for every root variable")
 
 			module := root.Module["role"]
 			g.Expect(module).To(HaveKeyWithValue("source", "../../module"))
@@ -172,7 +174,7 @@ func TestRenderFollowsTheContract(t *testing.T) {
 				}
 			}
 
-			g.Expect(sortedKeys(root.Output)).To(ConsistOf(contract.RoleOutputs[role]))
+			g.Expect(slices.Sorted(maps.Keys(root.Output))).To(ConsistOf(contract.RoleOutputs[role]))
 			for name, out := range root.Output {
 				g.Expect(out.Value).To(Equal("${module.role." + name + "}"))
 				g.Expect(out.Sensitive).To(BeTrue(), name)

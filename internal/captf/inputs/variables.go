@@ -7,8 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -96,7 +97,7 @@ func ResolveVariables(ctx context.Context, c client.Reader, namespace string, ro
 			}
 			return Variables{}, err
 		}
-		for _, key := range sortedKeys(data) {
+		for _, key := range slices.Sorted(maps.Keys(data)) {
 			if err := CheckVariableName(role, key, from); err != nil {
 				return Variables{}, err
 			}
@@ -108,7 +109,7 @@ func ResolveVariables(ctx context.Context, c client.Reader, namespace string, ro
 			vars.Sensitive[key] = src.SecretRef != nil
 		}
 	}
-	for _, name := range sortedKeys(spec.Variables) {
+	for _, name := range slices.Sorted(maps.Keys(spec.Variables)) {
 		if err := CheckVariableName(role, name, "spec.variables"); err != nil {
 			return Variables{}, err
 		}
@@ -218,13 +219,4 @@ func jsonError(err error, offset int64) error {
 		return errors.New("the value is empty, not JSON")
 	}
 	return errors.New("the value is not valid JSON (at byte " + strconv.FormatInt(offset, 10) + ")")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

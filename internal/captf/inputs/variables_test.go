@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -176,7 +178,7 @@ func TestResolveVariables(t *testing.T) {
 				got[k] = string(v)
 			}
 			g.Expect(got).To(Equal(tt.want))
-			g.Expect(sortedKeys(vars.Sensitive)).To(ConsistOf(tt.sensitive))
+			g.Expect(slices.Sorted(maps.Keys(vars.Sensitive))).To(ConsistOf(tt.sensitive))
 			g.Expect(vars.Skipped).To(HaveLen(tt.skipped))
 		})
 	}

@@ -1,6 +1,8 @@
 package jobs
 
 import (
+	"errors"
+	"fmt"
 	"maps"
 	"path"
 	"slices"
@@ -117,6 +119,32 @@ func (p Params) Name() string {
 // mounts the plan key: only Jobs that compute a plan hash read it, so no other Job exposes it.
 func (p Params) mountsPlanKey() bool {
 	return p.PlanKeySecret != "" && (p.Op == contract.OpPlan || (p.Op == contract.OpApply && p.ExpectPlan != ""))
+}
+
+// Validate reports Params the runner would refuse with a usage error (a controller bug, not a
+// module failure), so the reconciler can fail before creating a Job that cannot run.
+func (p Params) Validate() error {
+	switch {
+	case !ops[p.Op]:
+		return fmt.Errorf("jobs: unknown operation %q", p.Op)
+	case p.Attempt < 0:
+		return fmt.Errorf("jobs: negative attempt %d", p.Attempt)
+	case p.Owner.Namespace == "" || p.Owner.Name == "" || p.Owner.UID == "":
+		return errors.New("jobs: the owner's namespace, name and UID are required")
+	case p.ManagerImage == "" || p.Source.Image == "":
+		return errors.New("jobs: the manager image and the module image are required")
+	case (p.Guard != nil || p.ExpectPlan != "") && p.Op != contract.OpApply:
+		return fmt.Errorf("jobs: a guard or an expected plan applies only to %s, not %s", contract.OpApply, p.Op)
+	case p.Guard != nil && p.Guard.Hash == "":
+		return errors.New("jobs: a guarded apply needs the hash deletes are approved for")
+	case (p.Op == contract.OpPlan || p.ExpectPlan != "") && p.PlanKeySecret == "":
+		return fmt.Errorf("jobs: a %s Job that computes a plan hash needs the plan key Secret", p.Op)
+	case p.Op == contract.OpRestore && (p.Restore == nil || len(p.Restore.Chunks) == 0):
+		return errors.New("jobs: a restore Job needs the backup's chunk Secrets")
+	case p.Op != contract.OpRestore && p.Restore != nil:
+		return fmt.Errorf("jobs: a %s Job restores nothing", p.Op)
+	}
+	return p.Policy.Validate()
 }
 
 // Build returns the Job of one operation. It is pure: the same Params give the same Job.

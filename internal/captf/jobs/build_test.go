@@ -207,6 +207,42 @@ func withIf(m map[string]string, want bool, key, value string) map[string]string
 	return out
 }
 
+func TestParamsValidate(t *testing.T) {
+	for op, p := range params() {
+		if err := p.Validate(); err != nil {
+			t.Errorf("%s: %v", op, err)
+		}
+	}
+	tests := []struct {
+		name   string
+		op     string
+		change func(*Params)
+		want   string
+	}{
+		{"unknown op", contract.OpApply, func(p *Params) { p.Op = "upgrade" }, "unknown operation"},
+		{"no owner UID", contract.OpApply, func(p *Params) { p.Owner.UID = "" }, "UID are required"},
+		{"no module image", contract.OpApply, func(p *Params) { p.Source.Image = "" }, "module image are required"},
+		{"guard on destroy", contract.OpDestroy, func(p *Params) { p.Guard = &Guard{Hash: "h"} }, "applies only to apply"},
+		{"guard without hash", contract.OpApply, func(p *Params) { p.Guard = &Guard{} }, "needs the hash"},
+		{"plan without key", contract.OpPlan, func(p *Params) { p.PlanKeySecret = "" }, "needs the plan key Secret"},
+		{"approved apply without key", contract.OpApply, func(p *Params) { p.PlanKeySecret = "" }, "needs the plan key Secret"},
+		{"restore without chunks", contract.OpRestore, func(p *Params) { p.Restore.Chunks = nil }, "chunk Secrets"},
+		{"restore data on a refresh", contract.OpRefresh, func(p *Params) { p.Restore = &Restore{} }, "restores nothing"},
+		{"lock timeout past the deadline", contract.OpRefresh, func(p *Params) { p.Policy.ActiveDeadlineSeconds = 60 }, "lockTimeoutSeconds"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := params()[tt.op]
+			if p.Restore != nil {
+				r := *p.Restore
+				p.Restore = &r
+			}
+			tt.change(&p)
+			NewWithT(t).Expect(p.Validate()).To(MatchError(ContainSubstring(tt.want)))
+		})
+	}
+}
+
 func TestBuildOperationFlags(t *testing.T) {
 	g := NewWithT(t)
 	ps := params()
