@@ -147,6 +147,9 @@ func orMain(t string) string {
 // run runs a command and returns its stdout; the error carries stderr.
 func run(ctx context.Context, name string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
+	// Its own process group: a Ctrl-C in the terminal interrupts Up (which then tears down), but
+	// must not kill the ip, ctr or nsenter that the teardown itself runs.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
