@@ -7,12 +7,34 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/annotations"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // ReadyCondition summarises an object; CAPI mirrors an infrastructure object's Ready condition
 // into its owner's InfrastructureReady.
 const ReadyCondition = clusterv1.ReadyCondition
+
+// Reasons of the Ready summary.
+const (
+	ReadyReason        = "Ready"
+	NotReadyReason     = "NotReady"
+	ReadyUnknownReason = "ReadyUnknown"
+)
+
+// SetReady summarises the given condition types (those of negative polarity listed again in
+// negative) into Ready. Missing conditions are ignored, so a provider sets only what it observed.
+func SetReady(obj Object, types, negative []string) {
+	_ = conditions.SetSummaryCondition(obj, obj, ReadyCondition,
+		conditions.ForConditionTypes(types),
+		conditions.NegativePolarityConditionTypes(negative),
+		conditions.IgnoreTypesIfMissing(types),
+		conditions.CustomMergeStrategy{MergeStrategy: conditions.DefaultMergeStrategy(
+			conditions.GetPriorityFunc(conditions.GetDefaultMergePriorityFunc(negative...)),
+			conditions.ComputeReasonFunc(conditions.GetDefaultComputeMergeReasonFunc(NotReadyReason, ReadyUnknownReason, ReadyReason)),
+		)},
+	)
+}
 
 // isPaused reports whether the object must not be changed, and why.
 func isPaused(cluster *clusterv1.Cluster, obj client.Object) (bool, string) {

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
@@ -25,7 +24,6 @@ func (PlumbingOnly[T]) ReconcileDelete(context.Context, *Scope[T]) (bool, ctrl.R
 
 // UpdateStatus summarises the shared conditions into Ready.
 func (PlumbingOnly[T]) UpdateStatus(s *Scope[T]) {
-	_ = conditions.SetSummaryCondition(s.Object, s.Object, ReadyCondition,
-		conditions.ForConditionTypes{clusterv1.DeletingCondition, clusterv1.PausedCondition},
-		conditions.NegativePolarityConditionTypes{clusterv1.DeletingCondition, clusterv1.PausedCondition})
+	both := []string{clusterv1.DeletingCondition, clusterv1.PausedCondition}
+	SetReady(s.Object, both, both)
 }

@@ -10,6 +10,7 @@ package testenv
 
 import (
 	"bytes"
+	"flag"
 	"context"
 	"errors"
 	"fmt"
@@ -22,7 +23,10 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -65,6 +69,15 @@ type Env struct {
 // Run starts an environment, stores it in *env, runs the package's tests and stops it. It
 // returns the exit code for os.Exit. A failure to start is a test failure, never a skip.
 func Run(m *testing.M, opts Options, env **Env) int {
+	// Controller logs go to stderr with CAPX_TEST_LOG=<verbosity>, else nowhere.
+	if v := os.Getenv("CAPX_TEST_LOG"); v != "" {
+		fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+		klog.InitFlags(fs)
+		_ = fs.Set("v", v)
+		ctrl.SetLogger(klog.NewKlogr())
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
 	e, err := Start(opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
@@ -181,6 +194,19 @@ func (e *Env) Stop() error {
 		errs = append(errs, os.RemoveAll(e.dir))
 	}
 	return errors.Join(errs...)
+}
+
+// As returns a client acting as the named user, with full rights (system:masters), so only
+// admission decides what it may do.
+func (e *Env) As(t testing.TB, user string) client.Client {
+	t.Helper()
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:masters"}}
+	c, err := client.New(cfg, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // NewNamespace creates a namespace unique to the test and deletes it when the test ends.

@@ -9,6 +9,7 @@ import (
 	"context"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -18,6 +19,7 @@ import (
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/capi"
+	"github.com/capx-io/capx/internal/captf/contract"
 )
 
 // Options configure the CAPTF controllers.
@@ -37,14 +39,19 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		client: mgr.GetClient(), reader: mgr.GetAPIReader(),
 		recorder: mgr.GetEventRecorderFor("captf"), clock: clock.RealClock{}, opts: opts.Engine,
 	}
-	owned := func(b *builder.Builder) *builder.Builder {
-		return b.Owns(&batchv1.Job{}).Owns(&captfv1.TerraformPlan{})
+	// A finished Job, a decided plan and a new state serial (written by the Job's runtime, or
+	// adopted) each bring the object back.
+	owned := func(kind string) func(b *builder.Builder) *builder.Builder {
+		return func(b *builder.Builder) *builder.Builder {
+			return b.Owns(&batchv1.Job{}).Owns(&captfv1.TerraformPlan{}).
+				Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(stateOwner(kind)))
+		}
 	}
 	// Machines and pools wait for their TerraformCluster: its provisioning (and new exports)
 	// must bring them back.
-	fromCluster := func(list func() client.ObjectList) func(*builder.Builder) *builder.Builder {
+	fromCluster := func(kind string, list func() client.ObjectList) func(*builder.Builder) *builder.Builder {
 		return func(b *builder.Builder) *builder.Builder {
-			return owned(b).Watches(&captfv1.TerraformCluster{}, handler.EnqueueRequestsFromMapFunc(
+			return owned(kind)(b).Watches(&captfv1.TerraformCluster{}, handler.EnqueueRequestsFromMapFunc(
 				func(ctx context.Context, o client.Object) []reconcile.Request {
 					return objectsOfCluster(ctx, e.client, o, list())
 				}))
@@ -57,7 +64,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Provider:        &provider[*captfv1.TerraformCluster]{engine: e, kind: clusterKind{}},
 		OwnedConditions: ownedConditions,
 	}).SetupWithManager(ctx, mgr, capi.SetupOptions{
-		WatchFilter: opts.WatchFilter, Concurrency: opts.ClusterConcurrency, Extra: owned,
+		WatchFilter: opts.WatchFilter, Concurrency: opts.ClusterConcurrency, Extra: owned(contract.KindCluster),
 	}); err != nil {
 		return err
 	}
@@ -69,7 +76,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		OwnedConditions: ownedConditions,
 	}).SetupWithManager(ctx, mgr, capi.SetupOptions{
 		WatchFilter: opts.WatchFilter, Concurrency: opts.MachineConcurrency,
-		Extra: fromCluster(func() client.ObjectList { return &captfv1.TerraformMachineList{} }),
+		Extra: fromCluster(contract.KindMachine, func() client.ObjectList { return &captfv1.TerraformMachineList{} }),
 	}); err != nil {
 		return err
 	}
@@ -81,8 +88,27 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		OwnedConditions: ownedConditions,
 	}).SetupWithManager(ctx, mgr, capi.SetupOptions{
 		WatchFilter: opts.WatchFilter, Concurrency: opts.MachinePoolConcurrency,
-		Extra: fromCluster(func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} }),
+		Extra: fromCluster(contract.KindMachinePool, func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} }),
 	})
+}
+
+// stateOwner maps a managed Secret (state chunk, backup, inputs) of the kind to its object: by
+// owner reference when it has one, else by the owner-name label (exact below 64 characters).
+func stateOwner(kind string) handler.MapFunc {
+	return func(_ context.Context, o client.Object) []reconcile.Request {
+		if o.GetLabels()[captfv1.OwnerKindLabel] != kind {
+			return nil
+		}
+		for _, ref := range o.GetOwnerReferences() {
+			if ref.Kind == kind {
+				return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: ref.Name}}}
+			}
+		}
+		if name := o.GetLabels()[captfv1.OwnerNameLabel]; name != "" {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+		}
+		return nil
+	}
 }
 
 // objectsOfCluster maps a TerraformCluster to the objects of its Cluster in list's kind.

@@ -232,14 +232,16 @@ func (r *provider[T]) waitForActiveJob(ctx context.Context, p *pass[T]) error {
 }
 
 // setBlockMove sets or clears clusterctl.cluster.x-k8s.io/block-move with its own patch, at
-// once: clusterctl move reads it before the deferred status patch would land.
+// once: clusterctl move reads it before the deferred status patch would land. The patch goes
+// through a copy, so the object the patch helper diffs keeps its resourceVersion and the
+// annotation is not part of that diff.
 func (r *provider[T]) setBlockMove(ctx context.Context, obj capi.Object, block bool) error {
 	_, has := obj.GetAnnotations()[clusterctlv1.BlockMoveAnnotation]
 	if has == block {
 		return nil
 	}
-	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
-	a := obj.GetAnnotations()
+	cp := obj.DeepCopyObject().(client.Object)
+	a := cp.GetAnnotations()
 	if block {
 		if a == nil {
 			a = map[string]string{}
@@ -248,8 +250,8 @@ func (r *provider[T]) setBlockMove(ctx context.Context, obj capi.Object, block b
 	} else {
 		delete(a, clusterctlv1.BlockMoveAnnotation)
 	}
-	obj.SetAnnotations(a)
-	return r.client.Patch(ctx, obj, patch)
+	cp.SetAnnotations(a)
+	return r.client.Patch(ctx, cp, client.MergeFrom(obj))
 }
 
 // contractKindCluster is the TerraformCluster kind name.

@@ -94,11 +94,7 @@ func setReady[T capi.Object](p *pass[T], mutable bool) {
 		types = append(types, captfv1.ApplyJobSucceededCondition)
 	}
 	_ = mutable
-	_ = conditions.SetSummaryCondition(p.scope.Object, p.scope.Object, captfv1.ReadyCondition,
-		conditions.ForConditionTypes(types),
-		conditions.NegativePolarityConditionTypes{clusterv1.DeletingCondition},
-		conditions.IgnoreTypesIfMissing(types),
-	)
+	capi.SetReady(p.scope.Object, types, []string{clusterv1.DeletingCondition})
 }
 
 func dependenciesCondition[T capi.Object](p *pass[T]) (string, metav1.ConditionStatus, string, string, bool) {

@@ -85,7 +85,8 @@ type Params struct {
 	Guard *Guard
 	// ExpectPlan is the approved plan hash an apply must reproduce before it applies.
 	ExpectPlan string
-	// PlanKeySecret names the object's plan key Secret, mounted on plan Jobs and approved
+	// PlanKeySecret names the object's plan key Secret, mounted on plan Jobs, guarded applies (a
+	// blocked apply reports its plan with a hash, for a TerraformPlan to approve) and approved
 	// applies (those that compute a plan hash).
 	PlanKeySecret string
 	// Restore describes the backup a restore Job pushes.
@@ -118,7 +119,7 @@ func (p Params) Name() string {
 
 // mounts the plan key: only Jobs that compute a plan hash read it, so no other Job exposes it.
 func (p Params) mountsPlanKey() bool {
-	return p.PlanKeySecret != "" && (p.Op == contract.OpPlan || (p.Op == contract.OpApply && p.ExpectPlan != ""))
+	return p.PlanKeySecret != "" && (p.Op == contract.OpPlan || (p.Op == contract.OpApply && (p.ExpectPlan != "" || p.Guard != nil)))
 }
 
 // Validate reports Params the runner would refuse with a usage error (a controller bug, not a
