@@ -79,6 +79,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 			Engine: captfcontrollers.EngineOptions{
 				RunnerImage: o.RunnerImage, StateBackups: o.StateBackups, DriftInterval: o.DriftInterval,
 				MaxActiveJobs: o.MaxActiveJobs, ClusterMaxActiveJobs: o.ClusterMaxActiveJobs,
+				ClusterOperationGate: o.ClusterOperationGate,
 			},
 		}); err != nil {
 			return nil, fmt.Errorf("set up CAPTF controllers: %w", err)

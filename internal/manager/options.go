@@ -46,6 +46,7 @@ type Options struct {
 	DriftInterval        time.Duration
 	MaxActiveJobs        int
 	ClusterMaxActiveJobs int
+	ClusterOperationGate bool
 }
 
 // concurrencyKinds are the kinds with a --<kind>-concurrency flag.
@@ -71,6 +72,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.String("runner-image", "", "Image CAPTF Jobs copy the runner from: the manager's own image (env CAPX_RUNNER_IMAGE). Required with --providers=captf.")
 	fs.Int("state-backups", 5, "Complete state backups kept per CAPTF object; 0 takes no new backups (existing ones stay restorable).")
 	fs.Duration("drift-interval", 30*time.Minute, "Default interval between CAPTF drift checks; 0 disables drift checks unless an object sets its own.")
+	fs.Bool("cluster-operation-gate", true, "Serialise a TerraformCluster's applies with its machines' and pools' Jobs through a per-cluster Lease.")
 	fs.Int("max-active-jobs", 200, "Cap on CAPTF Jobs running at once across the manager; 0 means no cap.")
 	fs.Int("cluster-max-active-jobs", 20, "Cap on CAPTF Jobs running at once per Cluster, unless its TerraformCluster sets spec.maxActiveJobs; 0 means no cap.")
 	for _, k := range concurrencyKinds {
@@ -101,6 +103,7 @@ func Load(v *viper.Viper) (*Options, error) {
 		DriftInterval:            v.GetDuration("drift-interval"),
 		MaxActiveJobs:            v.GetInt("max-active-jobs"),
 		ClusterMaxActiveJobs:     v.GetInt("cluster-max-active-jobs"),
+		ClusterOperationGate:     v.GetBool("cluster-operation-gate"),
 	}
 	for _, k := range concurrencyKinds {
 		o.Concurrency[k] = v.GetInt(k + "-concurrency")

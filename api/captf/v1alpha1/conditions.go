@@ -89,8 +89,6 @@ const (
 	OutputsValidReason = "OutputsValid"
 	// OutputsPendingReason: a required output is declared but still null.
 	OutputsPendingReason = "OutputsPending"
-	// OutputsMissingReason: a required output is not declared by the module.
-	OutputsMissingReason = "OutputsMissing"
 	// OutputsInvalidReason: an output has the wrong shape.
 	OutputsInvalidReason = "OutputsInvalid"
 	// ProviderIDChangedReason: the module reported a different provider_id after it was latched.

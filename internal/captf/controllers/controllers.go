@@ -20,6 +20,7 @@ import (
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/capi"
 	"github.com/capx-io/capx/internal/captf/contract"
+	"github.com/capx-io/capx/internal/captf/leases"
 )
 
 // Options configure the CAPTF controllers.
@@ -39,6 +40,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		client: mgr.GetClient(), reader: mgr.GetAPIReader(),
 		recorder: mgr.GetEventRecorderFor("captf"), clock: clock.RealClock{}, opts: opts.Engine,
 	}
+	e.leases = leases.New(e.client, e.reader, e.clock)
 	// A finished Job, a decided plan and a new state serial (written by the Job's runtime, or
 	// adopted) each bring the object back.
 	owned := func(kind string) func(b *builder.Builder) *builder.Builder {

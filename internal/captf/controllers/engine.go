@@ -15,6 +15,7 @@ import (
 	"github.com/capx-io/capx/internal/captf/decide"
 	"github.com/capx-io/capx/internal/captf/inputs"
 	"github.com/capx-io/capx/internal/captf/jobs"
+	"github.com/capx-io/capx/internal/captf/leases"
 	"github.com/capx-io/capx/internal/captf/outputs"
 	"github.com/capx-io/capx/internal/captf/state"
 )
@@ -26,6 +27,7 @@ type engine struct {
 	reader   client.Reader // live reads: user Secrets, ConfigMaps, Pods, Leases
 	recorder record.EventRecorder
 	clock    clock.PassiveClock
+	leases   *leases.Leases
 	opts     EngineOptions
 }
 
@@ -41,6 +43,8 @@ type EngineOptions struct {
 	MaxActiveJobs int
 	// ClusterMaxActiveJobs caps them per Cluster unless a TerraformCluster sets its own.
 	ClusterMaxActiveJobs int
+	// ClusterOperationGate serialises a cluster's applies with its machines' and pools' Jobs.
+	ClusterOperationGate bool
 }
 
 // kind is what differs between TerraformCluster, TerraformMachine and TerraformMachinePool.
@@ -91,9 +95,10 @@ type pass[T capi.Object] struct {
 	decision    decide.Decision
 	pendingPlan *captfv1.TerraformPlan
 	// start
-	started   *batchv1.Job
-	startWait string
-	startErr  error
+	started          *batchv1.Job
+	startWait        string
+	startWaitMessage string
+	startErr         error
 	// dependents (clusters, while deleting)
 	dependents []string
 

@@ -3,14 +3,46 @@ package controllers
 import (
 	"context"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+	"github.com/capx-io/capx/internal/captf/contract"
+	"github.com/capx-io/capx/internal/captf/leases"
 )
 
-// acquireLeases takes the leases a Job of op needs before it is created; a non-empty wait says
-// what it waits for. (Placeholder until internal/captf/leases lands: no serialisation yet.)
-func (r *provider[T]) acquireLeases(_ context.Context, _ *pass[T], _ string, _ captfv1.Operation) (string, error) {
-	return "", nil
+// acquireLeases takes the leases a Job of op needs just before it is created: the object's run
+// lease and, through the cluster operation gate, the cluster's. holder is the Job's name, which
+// is deterministic, so a crash between lease and Job finds its own lease again. A non-empty
+// wait is the condition reason the object waits with.
+func (r *provider[T]) acquireLeases(ctx context.Context, p *pass[T], holder string, op captfv1.Operation) (string, error) {
+	w, err := r.leases.Take(ctx, leases.Request{
+		Owner: p.owner, Holder: holder, Op: string(op),
+		ActiveDeadlineSeconds: p.policy.ActiveDeadlineSeconds, Gate: r.opts.ClusterOperationGate,
+	})
+	if err != nil || w == nil {
+		return "", err
+	}
+	p.startWaitMessage = w.Message
+	return w.Reason, nil
 }
 
-// releaseLeases gives back the leases held by holder ("" releases all the object's leases).
-func (r *provider[T]) releaseLeases(_ context.Context, _ *pass[T], _ string) error { return nil }
+// releaseLeases gives back the leases a finished (or never created) Job held. With no holder it
+// deletes the object's leases outright, at cleanup.
+func (r *provider[T]) releaseLeases(ctx context.Context, p *pass[T], holder string) error {
+	if holder != "" {
+		return r.leases.Release(ctx, p.owner, holder)
+	}
+	names := []string{leases.RunLeaseName(p.owner)}
+	if p.owner.Kind == contract.KindCluster && p.owner.ClusterName != "" {
+		names = append(names, leases.ClusterLeaseName(p.owner.Namespace, p.owner.ClusterName))
+	}
+	for _, name := range names {
+		l := &coordinationv1.Lease{}
+		l.Namespace, l.Name = p.owner.Namespace, name
+		if err := r.client.Delete(ctx, l); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -157,7 +157,11 @@ func applyCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string, 
 	case captfv1.QuotaExceededReason:
 		return metav1.ConditionFalse, p.startWait, "A ResourceQuota refused the Job: " + errText(p.startErr)
 	default:
-		return metav1.ConditionUnknown, p.startWait, "Waiting before starting " + string(p.decision.Op)
+		msg := p.startWaitMessage
+		if msg == "" {
+			msg = "Waiting before starting " + string(p.decision.Op)
+		}
+		return metav1.ConditionUnknown, p.startWait, msg
 	}
 	if p.inputsWait == captfv1.InputsTooLargeReason {
 		return metav1.ConditionFalse, captfv1.InputsTooLargeReason, errText(p.inputsErr)
@@ -238,8 +242,6 @@ func outputsCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string
 		return metav1.ConditionTrue, captfv1.OutputsValidReason, ""
 	case outputs.Pending:
 		return metav1.ConditionUnknown, captfv1.OutputsPendingReason, p.outputs.Message()
-	case outputs.Missing:
-		return metav1.ConditionFalse, captfv1.OutputsMissingReason, p.outputs.Message()
 	}
 	return metav1.ConditionFalse, captfv1.OutputsInvalidReason, p.outputs.Message()
 }

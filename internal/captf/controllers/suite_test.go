@@ -104,12 +104,14 @@ func waitFor[T capi.Object](t *testing.T, obj T, timeout time.Duration, what str
 	t.Helper()
 	NewWithT(t).Eventually(func() bool {
 		return env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj) == nil && ok(obj)
-	}, timeout, 200*time.Millisecond).Should(BeTrue(), "%T %s: want %s; conditions:\n%s", obj, obj.GetName(), what, describe(obj))
+	}, timeout, 200*time.Millisecond).Should(BeTrue(), func() string {
+		return fmt.Sprintf("%T %s: want %s; conditions:\n%s", obj, obj.GetName(), what, describe(obj))
+	})
 }
 
 func describe(o capi.Object) string {
 	var b strings.Builder
-	if st, err := json.Marshal(o); err == nil {
+	if st, err := json.Marshal(o.(interface{ GetConditions() []metav1.Condition })); err == nil && os.Getenv("CAPX_TEST_DUMP") != "" {
 		fmt.Fprintf(&b, "  object: %s\n", st)
 	}
 	for _, c := range o.GetConditions() {

@@ -20,24 +20,22 @@ import (
 	"github.com/capx-io/capx/internal/captf/state"
 )
 
-// Status is the verdict on a role's outputs, worst first: Missing, Invalid, Pending, Valid.
+// Status is the verdict on a role's outputs, worst first: Invalid, Pending, Valid. (An output the
+// module does not declare fails the apply itself, since the generated root module re-exports
+// every contract output, so it never shows here.)
 type Status string
 
 const (
-	// Valid: every contract output is declared, well formed, and the required ones are known.
+	// Valid: every contract output is well formed, and the required ones are known.
 	Valid Status = "Valid"
-	// Pending: a required output is declared but still null.
+	// Pending: a required output is still null.
 	Pending Status = "Pending"
-	// Missing: the module does not declare a contract output; it cannot work with CAPTF.
-	Missing Status = "Missing"
 	// Invalid: an output has the wrong shape.
 	Invalid Status = "Invalid"
 )
 
 func (s Status) rank() int {
 	switch s {
-	case Missing:
-		return 3
 	case Invalid:
 		return 2
 	case Pending:
@@ -85,7 +83,7 @@ type Options struct {
 type Result struct {
 	// Role the outputs were decoded for.
 	Role contract.Role
-	// Problems lists outputs that are pending, missing or invalid, in contract order.
+	// Problems lists outputs that are pending or invalid, in contract order.
 	Problems []Problem
 
 	// Health is the health output; nil while null.
@@ -133,8 +131,6 @@ func (r *Result) Status() Status {
 // Reason maps Status to the OutputsValid condition's reason.
 func (r *Result) Reason() string {
 	switch r.Status() {
-	case Missing:
-		return captfv1.OutputsMissingReason
 	case Invalid:
 		return captfv1.OutputsInvalidReason
 	case Pending:
@@ -155,11 +151,11 @@ func (r *Result) Message() string {
 	return strings.Join(msgs, "; ")
 }
 
-// Err is nil for Valid and Pending, and an *Error for Missing and Invalid: those are the
-// module's faults, which no waiting cures.
+// Err is nil for Valid and Pending, and an *Error for Invalid: the module's fault, which no
+// waiting cures.
 func (r *Result) Err() error {
 	switch s := r.Status(); s {
-	case Missing, Invalid:
+	case Invalid:
 		return &Error{Status: s, Message: r.Message()}
 	}
 	return nil
@@ -200,18 +196,20 @@ func Decode(role contract.Role, outs map[string]state.Output, opts Options) *Res
 	}
 	required := requiredNonNull(role, opts)
 	for _, name := range names {
+		// OpenTofu and Terraform leave root outputs whose value is null out of the state, so an
+		// absent output is a null one. (An output the module does not declare never gets this
+		// far: the generated root module re-exports every contract output, and the apply fails
+		// on the undeclared attribute.)
 		o, ok := outs[name]
-		if !ok {
-			r.Problems = append(r.Problems, Problem{Output: name, Status: Missing,
-				Message: fmt.Sprintf("the module does not declare output %q, which the %s role of module contract %s requires", name, role, contract.Version)})
-			continue
+		v := value{}
+		if ok {
+			var err error
+			if v, err = parse(o.Value); err != nil {
+				r.invalid(name, "is not valid JSON")
+				continue
+			}
 		}
-		v, err := parse(o.Value)
-		if err != nil {
-			r.invalid(name, "is not valid JSON")
-			continue
-		}
-		if !v.isNull() {
+		if ok && !v.isNull() {
 			err := r.decodeOutput(name, v)
 			if err == nil {
 				continue

@@ -98,12 +98,17 @@ func TestDecode(t *testing.T) {
 				g.Expect(len(r.Health.Message)).To(BeNumerically("<=", 1024))
 				g.Expect(r.Health.Message).To(HaveSuffix("é..."))
 			}},
-		{name: "missing output", role: contract.RoleCluster, outs: with(contract.RoleCluster, map[string]string{"exports": "-"}),
-			status: Missing, message: `the module does not declare output "exports", which the cluster role of module contract v1alpha1 requires`},
-		{name: "missing wins over invalid and pending", role: contract.RoleMachine,
+		// The runtimes leave null root outputs out of the state: absent is null.
+		{name: "absent optional output is null", role: contract.RoleCluster, outs: with(contract.RoleCluster, map[string]string{"exports": "-"}),
+			status: Valid, check: func(g *WithT, r *Result) { g.Expect(r.Exports).To(BeNil()) }},
+		{name: "absent required output is pending", role: contract.RoleMachine,
+			outs:   with(contract.RoleMachine, map[string]string{"provider_id": "-", "failure_domain": "-"}),
+			status: Pending, message: `output "provider_id" is still null`,
+			check: func(g *WithT, r *Result) { g.Expect(r.Problems).To(HaveLen(1)) }},
+		{name: "invalid wins over pending", role: contract.RoleMachine,
 			outs:   with(contract.RoleMachine, map[string]string{"addresses": "-", "health": `1`, "provider_id": `null`}),
-			status: Missing, message: `"addresses"`,
-			check: func(g *WithT, r *Result) { g.Expect(r.Problems).To(HaveLen(3)) }},
+			status: Invalid, message: `"health"`,
+			check: func(g *WithT, r *Result) { g.Expect(r.Problems).To(HaveLen(2)) }},
 		{name: "outputs outside the contract are ignored", role: contract.RoleMachine,
 			outs: func() map[string]state.Output {
 				o := with(contract.RoleMachine, nil)
@@ -253,9 +258,6 @@ func TestDecode(t *testing.T) {
 			case Pending:
 				g.Expect(r.Reason()).To(Equal(captfv1.OutputsPendingReason))
 				g.Expect(r.Err()).NotTo(HaveOccurred())
-			case Missing:
-				g.Expect(r.Reason()).To(Equal(captfv1.OutputsMissingReason))
-				g.Expect(r.Err()).To(MatchError(ContainSubstring("outputs: missing: ")))
 			case Invalid:
 				g.Expect(r.Reason()).To(Equal(captfv1.OutputsInvalidReason))
 				g.Expect(r.Err()).To(MatchError(ContainSubstring("outputs: invalid: ")))
@@ -284,9 +286,9 @@ func TestDecodeFixture(t *testing.T) {
 	}))
 	g.Expect(string(r.Exports)).To(ContainSubstring(`"nodes":["node-0","node-1","node-2"]`))
 
-	// The same state read as a machine's lacks the machine outputs.
+	// The same state read as a machine's lacks the machine outputs: they read as null.
 	m := Decode(contract.RoleMachine, s.Outputs, Options{})
-	g.Expect(m.Status()).To(Equal(Missing))
+	g.Expect(m.Status()).To(Equal(Pending))
 	g.Expect(m.Message()).To(ContainSubstring(`"provider_id"`))
 	g.Expect(m.Health).NotTo(BeNil(), "health still decodes")
 }
