@@ -19,7 +19,7 @@ mkdir -p "$cache/tools" "$cache/src" "$bin" "$bin/envtest"
 export GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
 
 kube_tools=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kube-proxy)
-default_tools=(etcd kube-apiserver kube-controller-manager tofu controller-gen)
+default_tools=(etcd kube-apiserver kube-controller-manager tofu controller-gen capi-manager)
 all_tools=(etcd "${kube_tools[@]}" tofu controller-gen clusterctl capi-manager)
 
 log() { printf '\033[1m[toolchain]\033[0m %s\n' "$*" >&2; }

@@ -40,6 +40,10 @@ type Options struct {
 	// or fails its Job, and deleting an owner deletes what it owns.
 	ControllerManager bool
 
+	// CAPI runs Cluster API's core manager (with its webhooks), so CAPI's own controllers
+	// reconcile Clusters, Machines and MachinePools.
+	CAPI bool
+
 	// CRDPaths adds directories or files of CRDs to install.
 	CRDPaths []string
 }
@@ -57,10 +61,12 @@ type Env struct {
 	// Root is the repository root.
 	Root string
 
-	env *envtest.Environment
-	kcm *exec.Cmd
-	dir string
-	log bytes.Buffer
+	env     *envtest.Environment
+	kcm     *exec.Cmd
+	capi    *exec.Cmd
+	dir     string
+	log     bytes.Buffer
+	capiLog SyncBuffer
 
 	nsMu  sync.Mutex
 	nsSeq int
@@ -118,6 +124,9 @@ func Start(opts Options) (*Env, error) {
 		ErrorIfCRDPathMissing: true,
 		Scheme:                e.Scheme,
 	}
+	if opts.CAPI {
+		e.env.WebhookInstallOptions = capiWebhooks(capiDir)
+	}
 	if e.Config, err = e.env.Start(); err != nil {
 		return nil, fmt.Errorf("start kube-apiserver and etcd from %s: %w", assets, err)
 	}
@@ -146,6 +155,12 @@ func Start(opts Options) (*Env, error) {
 			return nil, err
 		}
 	}
+	if opts.CAPI {
+		if err := e.startCAPI(); err != nil {
+			_ = e.Stop()
+			return nil, err
+		}
+	}
 	return e, nil
 }
 
@@ -170,22 +185,30 @@ func (e *Env) startControllerManager(assets string) error {
 	return nil
 }
 
+// stopProcess interrupts a child process and kills it after 10 s.
+func stopProcess(cmd *exec.Cmd) {
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
 // ControllerManagerLog returns what kube-controller-manager printed, for failing tests.
 func (e *Env) ControllerManagerLog() string { return e.log.String() }
 
 // Stop stops everything Start started.
 func (e *Env) Stop() error {
 	var errs []error
-	if e.kcm != nil && e.kcm.Process != nil {
-		_ = e.kcm.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = e.kcm.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = e.kcm.Process.Kill()
-			<-done
-		}
+	for _, cmd := range []*exec.Cmd{e.capi, e.kcm} {
+		stopProcess(cmd)
 	}
 	if e.env != nil {
 		errs = append(errs, e.env.Stop())

@@ -2,7 +2,6 @@ package controllers_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,11 +9,7 @@ import (
 	"testing"
 	"time"
 
-	. "github.com/onsi/gomega"
-	"github.com/spf13/pflag"
-	"github.com/spf13/viper"
 	batchv1 "k8s.io/api/batch/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -22,8 +17,8 @@ import (
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/capi"
-	"github.com/capx-io/capx/internal/manager"
 	"github.com/capx-io/capx/internal/testenv"
+	"github.com/capx-io/capx/internal/testenv/mgrtest"
 )
 
 var env *testenv.Env
@@ -53,32 +48,7 @@ const (
 func startManager(t *testing.T, flags ...string) *testenv.Kubelet {
 	t.Helper()
 	kubelet := env.StartKubelet(t, moduleImages)
-	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	manager.AddFlags(fs)
-	args := append([]string{"--providers=captf", "--runner-image=capx.test/manager:dev",
-		"--metrics-bind-address=0", "--health-addr=0", "--drift-interval=0"}, flags...)
-	if err := fs.Parse(args); err != nil {
-		t.Fatal(err)
-	}
-	v := viper.New()
-	_ = v.BindPFlags(fs)
-	opts, err := manager.Load(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := manager.New(ctx, env.Config, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager stopped with %v", err)
-		}
-	})
+	mgrtest.Start(t, env, append([]string{"--providers=captf", "--drift-interval=0"}, flags...)...)
 	return kubelet
 }
 
@@ -102,31 +72,16 @@ func create(t *testing.T, objs ...client.Object) {
 // waitFor polls an object until ok holds, failing with its conditions otherwise.
 func waitFor[T capi.Object](t *testing.T, obj T, timeout time.Duration, what string, ok func(T) bool) {
 	t.Helper()
-	NewWithT(t).Eventually(func() bool {
-		return env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj) == nil && ok(obj)
-	}, timeout, 200*time.Millisecond).Should(BeTrue(), func() string {
-		return fmt.Sprintf("%T %s: want %s; conditions:\n%s", obj, obj.GetName(), what, describe(obj))
-	})
+	mgrtest.WaitFor(t, env, obj, timeout, what, ok)
 }
 
-func describe(o capi.Object) string {
-	var b strings.Builder
-	if st, err := json.Marshal(o.(interface{ GetConditions() []metav1.Condition })); err == nil && os.Getenv("CAPX_TEST_DUMP") != "" {
-		fmt.Fprintf(&b, "  object: %s\n", st)
-	}
-	for _, c := range o.GetConditions() {
-		fmt.Fprintf(&b, "  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
-	}
-	return b.String()
-}
+func describe(o capi.Object) string { return mgrtest.Describe(o) }
 
 func provisioned(init captfv1.InitializationStatus) bool { return ptr.Deref(init.Provisioned, false) }
 
 func gone(t *testing.T, o client.Object, timeout time.Duration) {
 	t.Helper()
-	NewWithT(t).Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKeyFromObject(o), o))
-	}, timeout, 200*time.Millisecond).Should(BeTrue(), "%T %s still exists (finalizers %v)", o, o.GetName(), o.GetFinalizers())
+	mgrtest.Gone(t, env, o, timeout)
 }
 
 // jobsOf lists the Jobs of an object's kind and name, newest last.
