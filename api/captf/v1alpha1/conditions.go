@@ -18,14 +18,12 @@ const (
 	WaitingForClusterInfrastructureReason = "WaitingForClusterInfrastructure"
 	// WaitingForBootstrapDataReason: the Machine's bootstrap Secret is not ready yet.
 	WaitingForBootstrapDataReason = "WaitingForBootstrapData"
-	// ClusterNotTerraformReason: the Cluster's infrastructure is not a TerraformCluster, so there
-	// are no exports; machines and pools then get {} as captf_cluster_outputs.
-	ClusterNotTerraformReason = "ClusterNotTerraform"
 	// VariablesSourceNotFoundReason: a variablesFrom source is missing or not opted in.
 	VariablesSourceNotFoundReason = "VariablesSourceNotFound"
 	// VariablesInvalidReason: a variable name is reserved or a value does not decode.
 	VariablesInvalidReason = "VariablesInvalid"
-	// CredentialsNotFoundReason: the credentials Secret does not exist.
+	// CredentialsNotFoundReason: the credentials Secret (spec.credentialsRef, or the cluster's)
+	// does not exist; no Job starts, since its Pod could not start either.
 	CredentialsNotFoundReason = "CredentialsNotFound"
 
 	// ApplyJobSucceededCondition reports the newest apply (or destroy).
@@ -44,7 +42,8 @@ const (
 	InputsTooLargeReason = "InputsTooLarge"
 	// QuotaExceededReason: a ResourceQuota refused the Job or its Secret.
 	QuotaExceededReason = "QuotaExceeded"
-	// JobPolicyInvalidReason: the jobs policy cannot produce a valid Job.
+	// JobPolicyInvalidReason: the effective jobs policy (the object's merged with its cluster's
+	// defaults) cannot produce a valid Job, e.g. a lock timeout not shorter than the deadline.
 	JobPolicyInvalidReason = "JobPolicyInvalid"
 	// DestructivePlanBlockedReason: the plan deletes or replaces resources and waits for an
 	// approved TerraformPlan.
@@ -148,4 +147,8 @@ const (
 
 	// ApprovedCondition on a TerraformPlan says whether it is approved.
 	ApprovedCondition = "Approved"
+	// PlanApprovedReason: spec.approved is true.
+	PlanApprovedReason = "Approved"
+	// PlanNotApprovedReason: nobody approved the plan yet (or it ended unapproved).
+	PlanNotApprovedReason = "NotApproved"
 )

@@ -58,6 +58,16 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 	if rendered == nil {
 		return fmt.Errorf("no inputs to run %s with", d.Op)
 	}
+	if err := p.policy.Validate(); err != nil {
+		p.startWait, p.startErr = captfv1.JobPolicyInvalidReason, err
+		return nil
+	}
+	if p.inputsWait == captfv1.CredentialsNotFoundReason {
+		// Even a destroy, which runs with the durable inputs, needs the credentials.
+		p.startWait, p.startWaitMessage = p.inputsWait, errText(p.inputsErr)
+		p.requeueAfter(time.Minute)
+		return nil
+	}
 	params := jobs.Params{
 		Owner: p.owner, Op: string(d.Op),
 		InputsHash:        rendered.Hash,

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,6 +30,13 @@ func (r *provider[T]) renderInputs(ctx context.Context, p *pass[T]) error {
 		return err
 	default:
 		p.stored = stored
+	}
+	if wait, err := r.checkCredentials(ctx, p); wait != "" || err != nil {
+		p.inputsWait, p.inputsErr = wait, err
+		if wait != "" {
+			return nil
+		}
+		return err
 	}
 	// A machine is applied once: after provisioning it keeps the inputs it was applied with, so
 	// a rotated bootstrap token or changed cluster exports never look like a change.
@@ -68,6 +76,22 @@ func (r *provider[T]) renderInputs(ctx context.Context, p *pass[T]) error {
 	}
 	p.rendered = rendered
 	return nil
+}
+
+// checkCredentials makes sure the credentials Secret the Job would read exists: a Job whose Pod
+// cannot start would only wait out its deadline. Only the Secret's metadata is read.
+func (r *provider[T]) checkCredentials(ctx context.Context, p *pass[T]) (string, error) {
+	name := r.credentialsSecret(p)
+	if name == "" {
+		return "", nil
+	}
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	err := r.reader.Get(ctx, client.ObjectKey{Namespace: p.owner.Namespace, Name: name}, meta)
+	if apierrors.IsNotFound(err) {
+		return captfv1.CredentialsNotFoundReason, fmt.Errorf("the credentials Secret %s/%s does not exist; create it, or fix spec.credentialsRef", p.owner.Namespace, name)
+	}
+	return "", err
 }
 
 // storedInput returns one input's value as the last apply rendered it (nil if unknown).

@@ -187,12 +187,19 @@ func (r *provider[T]) setPlanPhase(ctx context.Context, tp *captfv1.TerraformPla
 	before := tp.DeepCopy()
 	tp.Status.Phase = phase
 	tp.Status.ObservedGeneration = tp.Generation
-	if msg != "" {
-		tp.Status.Conditions = setCondition(tp.Status.Conditions, metav1.Condition{
-			Type: captfv1.ReadyCondition, Status: metav1.ConditionTrue, Reason: string(phase), Message: msg,
-			ObservedGeneration: tp.Generation,
-		})
+	ready := metav1.ConditionTrue
+	if phase == captfv1.PlanSuperseded || phase == captfv1.PlanFailed {
+		ready = metav1.ConditionFalse
 	}
+	tp.Status.Conditions = setCondition(tp.Status.Conditions, metav1.Condition{
+		Type: captfv1.ReadyCondition, Status: ready, Reason: string(phase), Message: msg, ObservedGeneration: tp.Generation,
+	})
+	approved := metav1.Condition{Type: captfv1.ApprovedCondition, Status: metav1.ConditionFalse,
+		Reason: captfv1.PlanNotApprovedReason, ObservedGeneration: tp.Generation}
+	if tp.Spec.Approved {
+		approved.Status, approved.Reason, approved.Message = metav1.ConditionTrue, captfv1.PlanApprovedReason, "Approved by "+tp.Spec.ApprovedBy
+	}
+	tp.Status.Conditions = setCondition(tp.Status.Conditions, approved)
 	return client.IgnoreNotFound(r.client.Status().Patch(ctx, tp, client.MergeFrom(before)))
 }
 

@@ -105,7 +105,7 @@ func dependenciesCondition[T capi.Object](p *pass[T]) (string, metav1.ConditionS
 			return "", "", "", "", false
 		}
 		return t, metav1.ConditionTrue, captfv1.DependenciesReadyReason, "", true
-	case captfv1.VariablesSourceNotFoundReason, captfv1.VariablesInvalidReason:
+	case captfv1.VariablesSourceNotFoundReason, captfv1.VariablesInvalidReason, captfv1.CredentialsNotFoundReason:
 		return t, metav1.ConditionFalse, p.inputsWait, errText(p.inputsErr), true
 	case captfv1.InputsTooLargeReason:
 		return t, metav1.ConditionTrue, captfv1.DependenciesReadyReason, "", true
@@ -154,7 +154,10 @@ func applyCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string, 
 	}
 	switch p.startWait {
 	case "":
-	case captfv1.QuotaExceededReason:
+	case captfv1.QuotaExceededReason, captfv1.JobPolicyInvalidReason:
+		if p.startWait == captfv1.JobPolicyInvalidReason {
+			return metav1.ConditionFalse, p.startWait, errText(p.startErr)
+		}
 		return metav1.ConditionFalse, p.startWait, "A ResourceQuota refused the Job: " + errText(p.startErr)
 	default:
 		msg := p.startWaitMessage
