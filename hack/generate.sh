@@ -19,3 +19,4 @@ $cg rbac:roleName=capx-manager paths=./internal/... output:rbac:artifacts:config
 go run ./hack/apidocs config/crd/bases docs/api.md
 go run ./hack/conditiondocs api/captf/v1alpha1/conditions.go "CAPTF conditions" docs/captf/conditions.md
 go run ./hack/conditiondocs api/capvco/v1alpha1/conditions.go "CAPVCO conditions" docs/capvco/conditions.md
+go run ./hack/flagdocs docs/manager.md
