@@ -6,7 +6,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -69,6 +71,19 @@ func TestClusterLifecycle(t *testing.T) {
 	firstSerial := snap.Serial
 	g.Expect(snap.InputsHash).NotTo(BeEmpty())
 	g.Expect(tc.Status.StateBackups).NotTo(BeEmpty(), "the applied serial is backed up")
+
+	// Owner references lost (a management cluster restored from a backup without them) are
+	// repaired on the next reconcile, before the garbage collector could take anything.
+	for _, name := range []string{contract.StateSecretName(suffix), "captf-inputs-c-c1"} {
+		s := &corev1.Secret{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s)).To(Succeed())
+		s.OwnerReferences = nil
+		g.Expect(env.Client.Update(ctx, s)).To(Succeed())
+		g.Eventually(func() ([]metav1.OwnerReference, error) {
+			err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s)
+			return s.OwnerReferences, err
+		}, time.Minute, 200*time.Millisecond).Should(ContainElement(HaveField("UID", tc.UID)), "owner of %s repaired", name)
+	}
 
 	// A changed variable re-applies the cluster: a third failure domain is only created.
 	patch := client.MergeFrom(tc.DeepCopy())

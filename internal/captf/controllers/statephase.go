@@ -42,10 +42,33 @@ func (r *provider[T]) readState(ctx context.Context, p *pass[T]) error {
 		p.stateErr = &retainedError{uid: p.snap.RetainedFrom()}
 		p.snap = nil
 	}
+	if err := r.repairOwners(ctx, p); err != nil {
+		return err
+	}
 	if err := r.checkLock(ctx, p); err != nil {
 		return err
 	}
 	return r.backups(ctx, p)
+}
+
+// repairOwners makes the object the owner of an adopted state's Secrets again when they name an
+// earlier UID (a management cluster restored from a backup, objects re-created by hand): the
+// next garbage collection would otherwise take them. It runs only with no Job active and never
+// while paused (readState does not run then), so clusterctl move is never raced. Adopt writes
+// nothing when the owner reference is already right.
+func (r *provider[T]) repairOwners(ctx context.Context, p *pass[T]) error {
+	if p.snap == nil || p.snap.InputsHash == "" {
+		return nil
+	}
+	if err := r.adoptState(ctx, p, p.snap.InputsHash); err != nil {
+		return err
+	}
+	stored, err := inputs.Read(ctx, r.client, p.owner)
+	if err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	_, err = inputs.Ensure(ctx, r.client, p.owner, stored.Rendered)
+	return err
 }
 
 // retainedError is state kept by an earlier object of the same name with deletionPolicy Retain;
