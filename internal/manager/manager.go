@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -51,6 +52,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme.New(),
 		Cache:                         cacheOpts,
+		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
 		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:        o.HealthAddr,
 		LeaderElection:                o.LeaderElect,

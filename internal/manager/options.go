@@ -47,6 +47,10 @@ type Options struct {
 	MaxActiveJobs        int
 	ClusterMaxActiveJobs int
 	ClusterOperationGate bool
+
+	// SkipControllerNameValidation lets several managers run one after another in one process,
+	// as tests do (controller-runtime refuses a controller name it saw before). No flag sets it.
+	SkipControllerNameValidation bool
 }
 
 // concurrencyKinds are the kinds with a --<kind>-concurrency flag.

@@ -38,6 +38,7 @@ func Start(t testing.TB, env *testenv.Env, flags ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	opts.SkipControllerNameValidation = true // every test starts its own manager
 	ctx, cancel := context.WithCancel(context.Background())
 	mgr, err := manager.New(ctx, env.Config, opts)
 	if err != nil {
