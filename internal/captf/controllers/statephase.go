@@ -81,10 +81,24 @@ func (e *retainedError) Error() string {
 		"or restore it into this object with the captf.io/restore-state annotation"
 }
 
+// lockedError is a state lock held by someone other than this object's own runs. It holds the
+// object even before a state exists (the backend's init would wait on the lock too).
+type lockedError struct{ who string }
+
+func (e *lockedError) Error() string {
+	return fmt.Sprintf("state: the state lock is held by %q, which is not one of this object's runs: "+
+		"it is never unlocked automatically; when you are sure nobody runs, unlock it with "+
+		"`tofu force-unlock` against the same backend", e.who)
+}
+
 func reasonOf(err error) string {
 	var re *retainedError
-	if errors.As(err, &re) {
+	var le *lockedError
+	switch {
+	case errors.As(err, &re):
 		return captfv1.RetainedStateFoundReason
+	case errors.As(err, &le):
+		return captfv1.StateLockedReason
 	}
 	return state.Reason(err)
 }
@@ -106,9 +120,7 @@ func (r *provider[T]) checkLock(ctx context.Context, p *pass[T]) error {
 	}
 	holder, ours := jobs.ParseHolder(who)
 	if !ours || !holder.IsFor(p.owner.Kind, p.owner.Name) || lock.Info == nil {
-		p.stateErr = fmt.Errorf("state: the state lock is held by %q, which is not one of this object's runs: "+
-			"it is never unlocked automatically; when you are sure nobody runs, unlock it with "+
-			"`tofu force-unlock` against the same backend", who)
+		p.stateErr = &lockedError{who: who}
 		p.lockForeign = true
 		return nil
 	}
