@@ -351,7 +351,8 @@ func rewriteArgs(args []string, mounts map[string]string, kubeconfig string) []s
 // environ is the container's environment: its env values and envFrom Secrets, with HOME and
 // TMPDIR in the Pod's folder and PATH kept for the runtime.
 func (k *Kubelet) environ(ctx context.Context, pod *corev1.Pod, c *corev1.Container, dir string) ([]string, error) {
-	env := []string{"PATH=" + os.Getenv("PATH")}
+	// KUBECONFIG stands for the Pod's ServiceAccount: the runner posts its progress Events with it.
+	env := []string{"PATH=" + os.Getenv("PATH"), "KUBECONFIG=" + k.env.KubeconfigPath}
 	for _, from := range c.EnvFrom {
 		if from.SecretRef == nil {
 			continue

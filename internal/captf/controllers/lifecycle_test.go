@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/cluster-api/util/conditions"
@@ -127,6 +128,18 @@ func TestClusterLifecycle(t *testing.T) {
 	})
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(plan), plan)).To(Succeed())
 	g.Expect(plan.Status.Phase).To(Equal(captfv1.PlanApplied))
+
+	// The runner reported its steps as Events on the object, naming its Job.
+	events := &eventsv1.EventList{}
+	g.Expect(env.Client.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+	var steps []string
+	for _, e := range events.Items {
+		if e.Regarding.UID == tc.UID && e.ReportingController == "captf.io/runner" && e.Related != nil {
+			steps = append(steps, e.Reason+": "+e.Note)
+		}
+	}
+	g.Expect(steps).To(ContainElement(HavePrefix("StepSucceeded: step apply finished")))
+	g.Expect(steps).To(ContainElement(HavePrefix("RunFinished: apply succeeded")))
 
 	// Deleting destroys, then the finalizer goes with the state.
 	g.Expect(env.Client.Delete(ctx, tc)).To(Succeed())

@@ -289,6 +289,10 @@ func runnerArgs(p Params) []string {
 		// The state Secrets carry the owner's labels and clusterctl's move label, so the state
 		// is found by the owner's selector and moves with the object.
 		"--backend-config=labels=" + hclMap(p.Owner.MoveLabels()),
+		// Progress Events go on the object, naming this Job.
+		"--event-object=" + captfv1.GroupVersion.String() + "/" + p.Owner.Kind + "/" + p.Owner.Namespace + "/" +
+			p.Owner.Name + "/" + string(p.Owner.UID),
+		"--job-name=" + p.Name(),
 	}
 	if p.ForceUnlock != "" {
 		args = append(args, "--force-unlock="+p.ForceUnlock)

@@ -146,6 +146,8 @@ type options struct {
 	restoreChunks    int
 	restoreResources int
 	resultFile       string
+	eventObject      string
+	jobName          string
 }
 
 // maxRestoreChunks matches the state reader's bound: the backend never writes more chunks for
@@ -205,6 +207,8 @@ document to --result-file. Exit codes: 0 success, 1 failure (the result's error.
 	f.IntVar(&o.restoreChunks, "restore-chunks", 0, "restore: number of chunk files <config>/restore/<i>")
 	f.IntVar(&o.restoreResources, "restore-resources", 0, "restore: managed resources the backup counted (0 skips the check)")
 	f.StringVar(&o.resultFile, "result-file", contract.TerminationLog, "where to write the result document")
+	f.StringVar(&o.eventObject, "event-object", "", "post progress Events on this object: <apiVersion>/<kind>/<namespace>/<name>/<uid>")
+	f.StringVar(&o.jobName, "job-name", "", "the Job running this operation, named in progress Events")
 	return cmd
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/runresult"
@@ -39,6 +40,7 @@ type run struct {
 
 	res     runresult.Result
 	current atomic.Value // name of the running step, for a result written on a hard stop
+	events  *reporter    // progress Events; nil posts none
 
 	// stoppedAt is when the first SIGTERM/SIGINT arrived; it bounds the time left for saving state.
 	stopMu    sync.Mutex
@@ -81,7 +83,13 @@ func (o *options) execute(parent context.Context, rio IO) error {
 	// Returning cancels ctx (stop above); that is no stop request.
 	defer onStop()
 
+	events, err := newReporter(o.eventObject, o.jobName, r.logf)
+	if err != nil {
+		r.logf("%v", err)
+	}
+	r.events = events
 	r.logf("starting %s", o.op)
+	r.events.emit(ctx, corev1.EventTypeNormal, "RunStarted", fmt.Sprintf("%s started in %s", o.op, o.jobName))
 	done := make(chan *failure, 1)
 	go func() { done <- r.runOp(ctx, rio.Environ()) }()
 	var res runresult.Result
@@ -104,10 +112,20 @@ func (o *options) execute(parent context.Context, rio IO) error {
 	}
 	if e := res.Error; e != nil {
 		r.logf("%s failed (%s at %s): %s", o.op, e.Kind, e.Step, e.Summary)
+		r.events.emit(ctx, corev1.EventTypeWarning, "RunFailed", fmt.Sprintf("%s failed (%s at step %s)", o.op, e.Kind, e.Step))
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("runner: %s failed: %s at step %s", o.op, e.Kind, e.Step)}
 	}
 	r.logf("%s succeeded", o.op)
+	r.events.emit(ctx, corev1.EventTypeNormal, "RunFinished", runFinishedNote(o.op, res.Changes))
 	return nil
+}
+
+// runFinishedNote says what a successful run did, in counts.
+func runFinishedNote(op string, c *runresult.Changes) string {
+	if c == nil {
+		return op + " succeeded"
+	}
+	return fmt.Sprintf("%s succeeded: %d added, %d changed, %d destroyed", op, c.Add, c.Change, c.Destroy)
 }
 
 // runOp is the whole procedure: preflight, prepare, runtime version, init, the op's steps,

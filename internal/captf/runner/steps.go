@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/capx-io/capx/internal/captf/runresult"
 )
 
@@ -65,6 +67,11 @@ func (r *run) step(ctx context.Context, name string, quiet bool, fn func(ctx con
 	code := exitCode(err)
 	r.res.Steps = append(r.res.Steps, runresult.Step{Name: name, ExitCode: code, DurationMS: d.Milliseconds()})
 	r.logf("step %s finished: exit code %d after %s", name, code, d.Round(time.Millisecond))
+	if code == 0 {
+		r.events.emit(ctx, corev1.EventTypeNormal, "StepSucceeded", fmt.Sprintf("step %s finished after %s", name, d.Round(time.Second)))
+	} else {
+		r.events.emit(ctx, corev1.EventTypeWarning, "StepFailed", fmt.Sprintf("step %s failed with exit code %d after %s", name, code, d.Round(time.Second)))
+	}
 	if c, ok := r.counts.found(); ok {
 		r.res.Changes = &c
 	}
