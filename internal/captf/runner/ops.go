@@ -3,11 +3,13 @@ package runner
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
@@ -139,7 +141,23 @@ func (r *run) drift(ctx context.Context) *failure {
 
 // restoreOp pushes the assembled backup over the current state and checks the backend now
 // lists resources (unless the backup counted none).
+//
+// `state push -force` persists the pushed file's serial plus one. Pushed as it is, a backup of
+// serial N would come back as N+1: a serial the backend may already have held with other
+// contents (restoring N over N+1 keeps N+1), so two backups of "serial N+1" would differ and a
+// later restore by serial could pick the wrong one. The backup is therefore pushed carrying the
+// current serial when that is higher: the restored state gets the next serial, never one seen
+// before, with the backup's lineage and contents.
 func (r *run) restoreOp(ctx context.Context) *failure {
+	if f := r.run1(ctx, "state-pull", func(ctx context.Context) error {
+		current, err := r.tf.StatePull(ctx)
+		if err != nil {
+			return err
+		}
+		return raiseSerial(r.restore, []byte(current))
+	}); f != nil {
+		return f
+	}
 	if f := r.run1(ctx, "state-push", func(ctx context.Context) error {
 		return r.tf.StatePush(ctx, r.restore, tfexec.Force(true), tfexec.Lock(true), r.lockTimeout())
 	}); f != nil {
@@ -298,4 +316,38 @@ func destructiveEntries(s *runresult.PlanSummary) []string {
 		out = append(out, "...")
 	}
 	return out
+}
+
+// raiseSerial sets the serial of the state file at path to that of current (a state as
+// `state pull` prints it; empty when there is none) when current's is higher. Everything else
+// in the file is kept as it is.
+func raiseSerial(path string, current []byte) error {
+	var cur struct {
+		Serial int64 `json:"serial"`
+	}
+	if len(bytes.TrimSpace(current)) > 0 {
+		if err := json.Unmarshal(current, &cur); err != nil {
+			return fmt.Errorf("runner: read the current state's serial: %w", err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var st map[string]json.RawMessage
+	if err := json.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("runner: read the restored state: %w", err)
+	}
+	var serial int64
+	if err := json.Unmarshal(st["serial"], &serial); err != nil {
+		return fmt.Errorf("runner: read the restored state's serial: %w", err)
+	}
+	if cur.Serial <= serial {
+		return nil
+	}
+	st["serial"] = json.RawMessage(strconv.FormatInt(cur.Serial, 10))
+	if b, err = json.Marshal(st); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
 }

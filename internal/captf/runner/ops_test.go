@@ -230,14 +230,16 @@ func TestRestore(t *testing.T) {
 	f.run(ctx, "destroy").ok(t)
 	empty := f.stateSecret(ctx).Data[contract.BackendStateKey]
 	g.Expect(f.state(ctx)["resources"]).To(BeEmpty())
+	destroyed := f.state(ctx)["serial"].(float64)
 
 	// Three chunks, split anywhere in the gzip stream, plus a stale tail that must be ignored.
 	third := len(backup) / 3
 	f.writeRestoreChunks(backup[:third], backup[third:2*third], append(append([]byte{}, backup[2*third:]...), empty...))
 	res := f.run(ctx, "restore", "--restore-chunks=3", "--restore-resources=4").ok(t)
-	g.Expect(res.stepNames()).To(Equal([]string{"init", "state-push", "state-list"}))
+	g.Expect(res.stepNames()).To(Equal([]string{"init", "state-pull", "state-push", "state-list"}))
 	st := f.state(ctx)
 	g.Expect(st["lineage"]).To(Equal(lineage))
+	g.Expect(st["serial"]).To(Equal(destroyed+1), "the restored state takes the next serial, never an earlier one again")
 	g.Expect(st["resources"]).To(HaveLen(3), "network, control_plane, failure_domain (2 instances)")
 	g.Expect(res.log).To(ContainSubstring("module.role.terraform_data.network"))
 

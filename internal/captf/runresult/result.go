@@ -95,7 +95,7 @@ type Result struct {
 // Step is one runtime command.
 type Step struct {
 	// Name is the step: init, force-unlock, validate, plan, show, apply, destroy, refresh,
-	// state-push, state-list or push-errored-state.
+	// state-pull, state-push, state-list or push-errored-state.
 	Name string `json:"name"`
 	// ExitCode is the command's exit code; -1 when it was killed or could not start.
 	ExitCode int `json:"exitCode"`
