@@ -36,8 +36,9 @@ import (
 // Options choose what runs beside the API server.
 type Options struct {
 	// ControllerManager starts kube-controller-manager with the Job, garbage-collector,
-	// namespace and service-account controllers, so Jobs create Pods, a Pod's status completes
-	// or fails its Job, and deleting an owner deletes what it owns.
+	// namespace, service-account and resource-quota controllers, so Jobs create Pods, a Pod's
+	// status completes or fails its Job, deleting an owner deletes what it owns, and a
+	// ResourceQuota is enforced (admission enforces only what the quota controller counted).
 	ControllerManager bool
 
 	// CAPI runs Cluster API's core manager (with its webhooks), so CAPI's own controllers
@@ -171,7 +172,7 @@ func (e *Env) startControllerManager(assets string) error {
 	}
 	e.kcm = exec.Command(bin,
 		"--kubeconfig="+e.KubeconfigPath,
-		"--controllers=job,garbagecollector,namespace,serviceaccount",
+		"--controllers=job,garbagecollector,namespace,serviceaccount,resourcequota",
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
 		"--secure-port=0",

@@ -114,14 +114,24 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 			return r.startFailed(ctx, p, name, err)
 		}
 	}
-	if err := r.setBlockMove(ctx, p.scope.Object, true); err != nil {
-		return err
-	}
 	job := jobs.Build(params)
 	if d.PlanName != "" {
 		job.Annotations[captfv1.PlanAnnotation] = d.PlanName
 	}
+	// Admission (a ResourceQuota, a policy) may refuse the Job: a dry run asks first, so a
+	// refusal writes nothing to the object. Setting and clearing block-move on every attempt
+	// would itself bring the object back at once, retrying in a loop.
+	if err := r.client.Create(ctx, job.DeepCopy(), client.DryRunAll); err != nil && !apierrors.IsAlreadyExists(err) {
+		return r.startFailed(ctx, p, name, err)
+	}
+	if err := r.setBlockMove(ctx, p, true); err != nil {
+		return err
+	}
 	if err := r.client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+		// No Job runs, so nothing may block a move (nor flip the annotation on every retry).
+		if berr := r.setBlockMove(ctx, p, false); berr != nil {
+			ctrl.LoggerFrom(ctx).Error(berr, "Clearing block-move after a refused Job")
+		}
 		return r.startFailed(ctx, p, name, err)
 	}
 	if err := r.client.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
@@ -159,13 +169,21 @@ func (r *provider[T]) startFailed(ctx context.Context, p *pass[T], holder string
 	return err
 }
 
+// isQuotaError recognises the quota admission plugin's refusals: "exceeded quota", and the
+// "status unknown for quota" and "failed quota" it answers while the quota controller has not
+// counted a new quota yet or a request lacks what the quota constrains.
 func isQuotaError(err error) bool {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
 		return false
 	}
 	msg := status.Status().Message
-	return strings.Contains(msg, "exceeded quota") || strings.Contains(msg, "ResourceQuota")
+	for _, s := range []string{"exceeded quota", "status unknown for quota", "failed quota", "ResourceQuota"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // credentialsSecret is the object's credentials Secret, else its cluster's default, else the

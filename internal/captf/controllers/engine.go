@@ -99,6 +99,8 @@ type pass[T capi.Object] struct {
 	startWait        string
 	startWaitMessage string
 	startErr         error
+	// waitForActiveJob, start: block-move as this pass last wrote it (nil: as read)
+	blockMove *bool
 	// dependents (clusters, while deleting)
 	dependents []string
 

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/capi"
 	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/jobs"
 	"github.com/capx-io/capx/internal/captf/runresult"
@@ -213,7 +212,7 @@ func planIsEmpty(s *runresult.PlanSummary) bool {
 // read while a run may write it. It also keeps clusterctl move's block-move annotation exactly
 // as long as a Job runs.
 func (r *provider[T]) waitForActiveJob(ctx context.Context, p *pass[T]) error {
-	if err := r.setBlockMove(ctx, p.scope.Object, p.active != nil); err != nil {
+	if err := r.setBlockMove(ctx, p, p.active != nil); err != nil {
 		return err
 	}
 	if p.active == nil {
@@ -234,24 +233,37 @@ func (r *provider[T]) waitForActiveJob(ctx context.Context, p *pass[T]) error {
 // setBlockMove sets or clears clusterctl.cluster.x-k8s.io/block-move with its own patch, at
 // once: clusterctl move reads it before the deferred status patch would land. The patch goes
 // through a copy, so the object the patch helper diffs keeps its resourceVersion and the
-// annotation is not part of that diff.
-func (r *provider[T]) setBlockMove(ctx context.Context, obj capi.Object, block bool) error {
+// annotation is not part of that diff; p.blockMove remembers what this pass wrote, since the
+// object still shows what was read (a pass that clears it for a finished Job and then starts
+// the next one must set it again).
+func (r *provider[T]) setBlockMove(ctx context.Context, p *pass[T], block bool) error {
+	obj := p.scope.Object
 	_, has := obj.GetAnnotations()[clusterctlv1.BlockMoveAnnotation]
+	if p.blockMove != nil {
+		has = *p.blockMove
+	}
 	if has == block {
 		return nil
 	}
-	cp := obj.DeepCopyObject().(client.Object)
-	a := cp.GetAnnotations()
-	if block {
+	marked := func(set bool) client.Object {
+		o := obj.DeepCopyObject().(client.Object)
+		a := o.GetAnnotations()
 		if a == nil {
 			a = map[string]string{}
 		}
-		a[clusterctlv1.BlockMoveAnnotation] = "true"
-	} else {
-		delete(a, clusterctlv1.BlockMoveAnnotation)
+		if set {
+			a[clusterctlv1.BlockMoveAnnotation] = "true"
+		} else {
+			delete(a, clusterctlv1.BlockMoveAnnotation)
+		}
+		o.SetAnnotations(a)
+		return o
 	}
-	cp.SetAnnotations(a)
-	return r.client.Patch(ctx, cp, client.MergeFrom(obj))
+	if err := r.client.Patch(ctx, marked(block), client.MergeFrom(marked(has))); err != nil {
+		return err
+	}
+	p.blockMove = &block
+	return nil
 }
 
 // contractKindCluster is the TerraformCluster kind name.

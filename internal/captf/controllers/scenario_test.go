@@ -3,6 +3,8 @@ package controllers_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -164,4 +167,56 @@ func readState(t *testing.T, ns, kind, name string) *state.Snapshot {
 func never(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	NewWithT(t).Consistently(cond, d, 200*time.Millisecond).Should(BeFalse(), what)
+}
+
+// watchBlockMove checks until the test ends that the object carries clusterctl's block-move
+// annotation whenever one of its Jobs runs: a Job seen running before and after a read of the
+// object ran during that read. It returns the violations seen so far.
+func watchBlockMove(t *testing.T, obj client.Object, kind string) func() []string {
+	var mu sync.Mutex
+	var bad []string
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	running := func() map[string]bool {
+		list := &batchv1.JobList{}
+		if err := env.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{
+			captfv1.OwnerKindLabel: kind, captfv1.OwnerNameLabel: obj.GetName(),
+		}); err != nil {
+			return nil
+		}
+		out := map[string]bool{}
+		for i := range list.Items {
+			if jobs.Classify(&list.Items[i]) == jobs.PhaseActive {
+				out[list.Items[i].Name] = true
+			}
+		}
+		return out
+	}
+	go func() {
+		defer close(done)
+		cur := obj.DeepCopyObject().(client.Object)
+		for ctx.Err() == nil {
+			time.Sleep(50 * time.Millisecond)
+			before := running()
+			if len(before) == 0 || env.Client.Get(ctx, client.ObjectKeyFromObject(obj), cur) != nil {
+				continue
+			}
+			if _, ok := cur.GetAnnotations()[clusterctlv1.BlockMoveAnnotation]; ok {
+				continue
+			}
+			for name := range running() {
+				if before[name] {
+					mu.Lock()
+					bad = append(bad, name)
+					mu.Unlock()
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Compact(slices.Clone(bad))
+	}
 }

@@ -60,7 +60,7 @@ func ownedBy(obj, owner client.Object, kind string) {
 	}})
 }
 
-func create(t *testing.T, objs ...client.Object) {
+func create(t testing.TB, objs ...client.Object) {
 	t.Helper()
 	for _, o := range objs {
 		if err := env.Client.Create(context.Background(), o); err != nil {

@@ -1,0 +1,89 @@
+package controllers_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+	"github.com/capx-io/capx/internal/captf/contract"
+)
+
+// watchConcurrency records the most Jobs seen running at once in a namespace until the test
+// ends.
+func watchConcurrency(t *testing.T, ns string) func() int {
+	var mu sync.Mutex
+	most := 0
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			n := len(activeJobs(t, ns))
+			mu.Lock()
+			most = max(most, n)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return most
+	}
+}
+
+// TestJobCaps: with --max-active-jobs=1 two objects never run Jobs at once and the one that
+// waits reports ApplyJobSucceeded=Unknown/WaitingForJobSlot; a ResourceQuota that forbids Jobs
+// gives ApplyJobSucceeded=False/QuotaExceeded, and nothing runs.
+func TestJobCaps(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	startManager(t, "--max-active-jobs=1")
+	ns := env.NewNamespace(t)
+	newForeignCluster(t, ns, "c")
+	most := watchConcurrency(t, ns)
+
+	slow := func(o *captfv1.TerraformMachine) { o.Spec.Variables = vars(map[string]any{"slow": 4}) }
+	m1 := newTerraformMachine(t, ns, "c", "m1", slow)
+	waitFor(t, m1, time.Minute, "an apply running", func(o *captfv1.TerraformMachine) bool { return o.Status.ActiveJob != nil })
+	m2 := newTerraformMachine(t, ns, "c", "m2", slow)
+	waitFor(t, m2, time.Minute, "waiting for a Job slot", func(o *captfv1.TerraformMachine) bool {
+		return hasCondition(o, captfv1.ApplyJobSucceededCondition, metav1.ConditionUnknown, captfv1.WaitingForJobSlotReason)
+	})
+	for _, m := range []*captfv1.TerraformMachine{m1, m2} {
+		waitFor(t, m, 2*time.Minute, "provisioned", func(o *captfv1.TerraformMachine) bool {
+			return provisioned(o.Status.Initialization)
+		})
+	}
+	g.Expect(most()).To(Equal(1), "at most one Job ran at a time")
+
+	// A quota that allows no Jobs: the Job is refused, and the object says why.
+	create(t, &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-jobs"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/jobs.batch": resource.MustParse("0")}},
+	})
+	m3 := newTerraformMachine(t, ns, "c", "m3", nil)
+	waitFor(t, m3, time.Minute, "refused by the quota", func(o *captfv1.TerraformMachine) bool {
+		return hasCondition(o, captfv1.ApplyJobSucceededCondition, metav1.ConditionFalse, captfv1.QuotaExceededReason)
+	})
+	g.Expect(describe(m3)).To(ContainSubstring("no-jobs"), "the message names the quota")
+	g.Expect(m3.Annotations).NotTo(HaveKey(clusterctlv1.BlockMoveAnnotation), "no Job runs, so nothing blocks a move")
+	version := m3.ResourceVersion
+	never(t, 4*time.Second, "a Job ran despite the quota, or the refusal rewrote the object", func() bool {
+		return len(jobsOf(t, ns, contract.KindMachine, "m3")) > 0 ||
+			env.Client.Get(ctx, client.ObjectKeyFromObject(m3), m3) != nil || m3.ResourceVersion != version
+	})
+}
