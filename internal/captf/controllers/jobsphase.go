@@ -204,8 +204,10 @@ func (r *provider[T]) markBookkept(ctx context.Context, job *batchv1.Job, res ca
 	return client.IgnoreNotFound(r.client.Patch(ctx, job, client.MergeFrom(before)))
 }
 
+// planIsEmpty reports a plan that changes no resource. Output changes alone do not count: they
+// change nothing an approval guards, and applying them only records the new values.
 func planIsEmpty(s *runresult.PlanSummary) bool {
-	return s.Create+s.Update+s.Replace+s.Delete+s.OutputChanges == 0
+	return s.Create+s.Update+s.Replace+s.Delete == 0
 }
 
 // waitForActiveJob stops the pass while a Job runs: nothing is decided and the state is not

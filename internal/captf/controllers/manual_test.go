@@ -1,0 +1,94 @@
+package controllers_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+	"github.com/capx-io/capx/internal/captf/contract"
+)
+
+func plansOf(t *testing.T, ns string) []captfv1.TerraformPlan {
+	t.Helper()
+	list := &captfv1.TerraformPlanList{}
+	if err := env.Client.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// TestManualApplyPolicy: under applyPolicy Manual the first apply runs at once; a change runs a
+// plan Job and waits as a Pending TerraformPlan (reason Manual) with
+// ApplyJobSucceeded=Unknown/PlanAwaitingApproval, applying nothing until a real user approves
+// it; the approved plan applies and goes Applied. A change whose plan alters only outputs, or
+// nothing, needs no approval.
+func TestManualApplyPolicy(t *testing.T) {
+	g := NewWithT(t)
+	startManager(t)
+	ns := env.NewNamespace(t)
+	const kind = contract.KindCluster
+	settings := map[string]any{"failure_domains": []string{"fd-a", "fd-b"}}
+
+	tc := newTerraformCluster(t, ns, "c1", func(o *captfv1.TerraformCluster) {
+		o.Spec.ApplyPolicy = captfv1.ApplyPolicyManual
+		o.Spec.Variables = vars(settings)
+	})
+	waitFor(t, tc, 2*time.Minute, "provisioned without approval", func(o *captfv1.TerraformCluster) bool {
+		return provisioned(o.Status.Initialization) && o.Status.ActiveJob == nil
+	})
+	g.Expect(plansOf(t, ns)).To(BeEmpty(), "the first apply needs no plan")
+
+	// A change is planned and waits.
+	applied := tc.Status.AppliedInputsHash
+	serial := readState(t, ns, kind, "c1").Serial
+	settings["failure_domains"] = []string{"fd-a", "fd-b", "fd-c"}
+	update(t, tc, func(o *captfv1.TerraformCluster) { o.Spec.Variables = vars(settings) })
+	waitFor(t, tc, 2*time.Minute, "a plan awaiting approval", func(o *captfv1.TerraformCluster) bool {
+		return hasCondition(o, captfv1.ApplyJobSucceededCondition, metav1.ConditionUnknown, captfv1.PlanAwaitingApprovalReason) &&
+			o.Status.PendingPlanRef != nil
+	})
+	plan := &captfv1.TerraformPlan{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: tc.Status.PendingPlanRef.Name}, plan)).To(Succeed())
+	g.Expect(plan.Spec.Reason).To(Equal(captfv1.PlanReasonManual))
+	g.Expect(plan.Status.Phase).To(Equal(captfv1.PlanPending))
+	g.Expect(plan.Spec.Summary.Create).To(BeEquivalentTo(1))
+	g.Expect(opsOf(t, ns, kind, "c1")).To(ConsistOf("apply", "plan"))
+	never(t, 4*time.Second, "something applied before the approval", func() bool {
+		return readState(t, ns, kind, "c1").Serial != serial || countJobs(t, ns, kind, "c1", captfv1.OperationApply) > 1
+	})
+
+	// Approved by a real (impersonated) user, it applies.
+	approve(t, plan, "alice")
+	waitFor(t, tc, 2*time.Minute, "the approved plan applied", func(o *captfv1.TerraformCluster) bool {
+		return o.Status.ActiveJob == nil && o.Status.AppliedInputsHash != applied && o.Status.PendingPlanRef == nil &&
+			len(o.Status.FailureDomains) == 3
+	})
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(plan), plan)).To(Succeed())
+	g.Expect(plan.Status.Phase).To(Equal(captfv1.PlanApplied))
+
+	// Changes whose plan alters only outputs, or nothing at all (a default spelled out), apply
+	// without a TerraformPlan.
+	for _, change := range []struct {
+		what, name string
+		value      any
+	}{
+		{"only outputs", "exports_extra", map[string]string{"dns_zone": "c1.capx.test"}},
+		{"nothing", "network_cidr", "10.0.0.0/16"},
+	} {
+		applied = tc.Status.AppliedInputsHash
+		settings[change.name] = change.value
+		update(t, tc, func(o *captfv1.TerraformCluster) { o.Spec.Variables = vars(settings) })
+		waitFor(t, tc, 2*time.Minute, "a change of "+change.what+" applied without approval", func(o *captfv1.TerraformCluster) bool {
+			return o.Status.ActiveJob == nil && o.Status.AppliedInputsHash != applied &&
+				hasCondition(o, captfv1.ApplyJobSucceededCondition, metav1.ConditionTrue, captfv1.ApplySucceededReason)
+		})
+		g.Expect(plansOf(t, ns)).To(HaveLen(1), "a change of %s made no TerraformPlan", change.what)
+	}
+	g.Expect(tc.Status.Exports).NotTo(BeNil())
+	g.Expect(string(tc.Status.Exports.Raw)).To(ContainSubstring("c1.capx.test"))
+}
