@@ -65,10 +65,21 @@ verify: lint ## Lint, and fail if generated files or go.mod are out of date.
 	  echo "generated files or go.mod are out of date; run make generate and go mod tidy:"; \
 	  git status --porcelain -- api config go.mod go.sum; git diff --stat -- api config go.mod go.sum; exit 1; fi
 
+# The e2e packages run one after the other (-p 1): each brings up its own clusters, and two
+# packages at once would share the two cores. Whatever happens (a timeout kills the test binary
+# before its cleanup), the suites' clusters are taken down afterwards. See docs/e2e.md.
+E2E_CLUSTERS := e2e-a e2e-b
+
 .PHONY: e2e
 e2e: ## Run the end-to-end suites on real local management clusters (root; builds what is missing).
 	bash hack/toolchain.sh all
-	go test -tags e2e -count=1 -timeout 60m $(GO_TEST_FLAGS) ./test/...
+	@rc=0; go test -tags e2e -count=1 -p 1 -timeout 60m -v $(GO_TEST_FLAGS) ./test/... || rc=$$?; \
+	for c in $(E2E_CLUSTERS); do bash hack/cluster down --name $$c >/dev/null 2>&1 || rc=1; done; \
+	if [[ $$rc -ne 0 ]]; then echo "e2e failed: artifacts in _artifacts/e2e/<suite>/ (docs/e2e.md)"; fi; exit $$rc
+
+.PHONY: images
+images: ## Build the local images (manager, CAPI manager, vcosim, test modules) as tarballs in _artifacts/images.
+	bash hack/images.sh
 
 .PHONY: quickstart
 quickstart: ## Bring up a local management cluster with both providers, the simulator and samples.

@@ -18,13 +18,28 @@ func GoBuildStatic(ctx context.Context, moduleDir, pkg, out string) error {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+	return goBuild(ctx, moduleDir, out, pkg)
+}
+
+// GoBuildStaticInto builds several main packages in one go command (they share its package
+// loading and compile work) into static binaries in outDir, each named after its package's last
+// path element.
+func GoBuildStaticInto(ctx context.Context, moduleDir, outDir string, pkgs ...string) error {
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	return goBuild(ctx, moduleDir, outDir+string(filepath.Separator), pkgs...)
+}
+
+func goBuild(ctx context.Context, moduleDir, out string, pkgs ...string) error {
+	args := append([]string{"build", "-trimpath", "-ldflags=-s -w", "-o", out}, pkgs...)
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = moduleDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOFLAGS=-buildvcs=false")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build %s: %w: %s", pkg, err, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("go build %s: %w: %s", strings.Join(pkgs, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return nil
 }

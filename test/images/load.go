@@ -22,3 +22,15 @@ func Import(ctx context.Context, address, tarPath string) error {
 	}
 	return nil
 }
+
+// List returns the references of the images in the k8s.io namespace of the containerd
+// listening on address.
+func List(ctx context.Context, address string) ([]string, error) {
+	cmd := exec.CommandContext(ctx, "ctr", "--address", address, "-n", CRINamespace, "images", "ls", "-q")
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("ctr images ls: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.Fields(out.String()), nil
+}

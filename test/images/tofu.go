@@ -29,6 +29,9 @@ type TofuModule struct {
 	RuntimeVersion string
 	// Labels are extra image labels.
 	Labels map[string]string
+	// ExtraFiles are added to the image, e.g. a /bin/sh for a module's local-exec provisioner.
+	// They must stay clear of the contract paths.
+	ExtraFiles []File
 }
 
 // Spec returns the image Spec of a module image: the module at /captf/module/, the runtime at
@@ -48,6 +51,7 @@ func (m TofuModule) Spec() (Spec, error) {
 	files = append(files,
 		File{Path: ModuleDir, Dir: true},
 		File{Path: RuntimePath, Source: m.Runtime, Mode: 0o755})
+	files = append(files, m.ExtraFiles...)
 	labels := map[string]string{
 		"io.captf.contract": ContractVersion,
 		"io.captf.runtime":  "tofu",

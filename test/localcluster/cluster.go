@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -70,6 +71,17 @@ func (c *Cluster) RESTConfig() (*rest.Config, error) {
 func (c *Cluster) LoadImage(ctx context.Context, tarball string) error {
 	if err := images.Import(ctx, c.l.containerdSock(), tarball); err != nil {
 		return fmt.Errorf("cluster %s: %w", c.l.Name, err)
+	}
+	return nil
+}
+
+// KillContainer sends SIGKILL to a running container (its ID as a pod's status reports it, with
+// or without the containerd:// prefix), the way a crash or the OOM killer ends a process; the
+// kubelet then restarts it as the pod's restartPolicy says.
+func (c *Cluster) KillContainer(ctx context.Context, id string) error {
+	id = strings.TrimPrefix(id, "containerd://")
+	if _, err := run(ctx, "ctr", "--address", c.l.containerdSock(), "-n", images.CRINamespace, "tasks", "kill", "--signal", "SIGKILL", id); err != nil {
+		return fmt.Errorf("cluster %s: kill container %s: %w", c.l.Name, id, err)
 	}
 	return nil
 }
@@ -462,6 +474,18 @@ func (c *Cluster) deleteAllPods(ctx context.Context) error {
 		pods, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
+		}
+		// kube-controller-manager is already stopped, so nothing removes the Job controller's
+		// batch.kubernetes.io/job-tracking finalizer: do it here, or Job pods outlive the
+		// kubelet's confirmation until the wait times out. The kubelet still stops each pod.
+		for _, p := range pods.Items {
+			if len(p.Finalizers) > 0 {
+				patch := []byte(`{"metadata":{"finalizers":null}}`)
+				_, err := client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+				if err != nil && !apierrors.IsNotFound(err) {
+					return err
+				}
+			}
 		}
 		if n := len(pods.Items); n > 0 {
 			names := make([]string, 0, n)

@@ -122,6 +122,9 @@ func apiserverArgs(l layout) []string {
 		"--tls-private-key-file=" + pki("apiserver.key"),
 		"--kubelet-client-certificate=" + pki("apiserver-kubelet-client.crt"),
 		"--kubelet-client-key=" + pki("apiserver-kubelet-client.key"),
+		// The node's Hostname address would need DNS, which the namespace does not have (the
+		// host's resolver is outside it): logs, exec and port-forward go to the node IP.
+		"--kubelet-preferred-address-types=InternalIP",
 		"--service-account-issuer=" + serviceIssuer,
 		"--service-account-key-file=" + pki("sa.pub"),
 		"--service-account-signing-key-file=" + pki("sa.key"),

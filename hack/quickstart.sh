@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The quickstart: a local management cluster with Cluster API core, the capx providers, the
+# whitesky.cloud simulator and sample clusters, built from this checkout with nothing downloaded
+# but Go modules and Debian packages. Needs root. Details: docs/quickstart.md.
+#
+#   hack/quickstart.sh up        build what is missing, bring everything up, print clusterctl describe
+#   hack/quickstart.sh down      remove it all (daemon logs stay; add --purge to drop the image caches)
+#   hack/quickstart.sh status    clusterctl describe of the samples
+#   hack/quickstart.sh images    only build the images (make images)
+#
+# Every step is idempotent: `up` on a running quickstart reuses the cluster, re-imports only
+# changed images and rolls the manager when it changed. Extra flags go to the Go command
+# (test/e2e/cmd/quickstart; `hack/quickstart.sh up --help`), e.g. `up --flow manifests`.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export CAPX_ROOT="$root" GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
+bin="$root/bin/quickstart"
+log() { printf '\033[1m[quickstart]\033[0m %s\n' "$*" >&2; }
+
+if [[ $# -eq 0 ]]; then set -- up; fi
+cmd=$1
+
+# The images and the test modules need tofu and the CAPI manager; the cluster needs the node
+# binaries; the installs need kubectl and clusterctl. All are cached per machine after the first
+# build (about 15-25 minutes on 2 cores; later runs only link them).
+if [[ $cmd == up || $cmd == images ]]; then
+  if [[ $(id -u) -ne 0 && $cmd == up ]]; then
+    log "needs root (network namespaces, containerd, the kubelet)"; exit 1
+  fi
+  if [[ $cmd == up ]]; then
+    log "Debian packages (containerd, runc, CNI plugins, iptables)"
+    bash "$root/hack/install-deps.sh"
+  fi
+  log "toolchain: etcd, Kubernetes, OpenTofu, clusterctl, the CAPI manager (built once per machine)"
+  bash "$root/hack/toolchain.sh" all
+fi
+
+# (Re)build the command when its sources or the packages it drives changed.
+if [[ ! -x $bin ]] || [[ -n $(find "$root/test" "$root/api" "$root/internal" "$root/go.mod" "$root/go.sum" \
+    -newer "$bin" \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \) -print -quit 2>/dev/null) ]]; then
+  log "building bin/quickstart"
+  (cd "$root" && go build -o "$bin" ./test/e2e/cmd/quickstart)
+fi
+exec "$bin" "$@"
