@@ -39,11 +39,12 @@ type Kubelet struct {
 	// Log receives every Pod's output, prefixed with its name.
 	Log *SyncBuffer
 
-	dir     string
-	mu      sync.Mutex
-	handled map[string]*exec.Cmd
-	wg      sync.WaitGroup
-	started int
+	dir       string
+	namespace string
+	mu        sync.Mutex
+	handled   map[string]*exec.Cmd
+	wg        sync.WaitGroup
+	started   int
 }
 
 // SyncBuffer is a goroutine-safe buffer for logs.
@@ -70,10 +71,17 @@ func (s *SyncBuffer) String() string {
 // until the test ends. The environment must run kube-controller-manager.
 func (e *Env) StartKubelet(t testing.TB, module func(image string) (string, error)) *Kubelet {
 	t.Helper()
+	return e.StartKubeletIn(t, "", module)
+}
+
+// StartKubeletIn is StartKubelet for the Pods of one namespace only ("" for all), so tests
+// running in parallel, each in its own namespace, each run only their own Pods.
+func (e *Env) StartKubeletIn(t testing.TB, namespace string, module func(image string) (string, error)) *Kubelet {
+	t.Helper()
 	if e.kcm == nil {
 		t.Fatal("testenv: StartKubelet needs Options{ControllerManager: true}")
 	}
-	k := &Kubelet{env: e, Module: module, Log: &SyncBuffer{}, handled: map[string]*exec.Cmd{}, dir: t.TempDir()}
+	k := &Kubelet{env: e, Module: module, Log: &SyncBuffer{}, handled: map[string]*exec.Cmd{}, dir: t.TempDir(), namespace: namespace}
 	var err error
 	if k.Runner, err = e.RunnerBinary(); err != nil {
 		t.Fatal(err)
@@ -144,7 +152,7 @@ func (k *Kubelet) loop(ctx context.Context) {
 		case <-tick.C:
 		}
 		pods := &corev1.PodList{}
-		if err := k.env.Client.List(ctx, pods, client.MatchingLabels{"captf.io/managed": "true"}); err != nil {
+		if err := k.env.Client.List(ctx, pods, client.InNamespace(k.namespace), client.MatchingLabels{"captf.io/managed": "true"}); err != nil {
 			continue
 		}
 		for i := range pods.Items {

@@ -51,8 +51,7 @@ func watchConcurrency(t *testing.T, ns string) func() int {
 func TestJobCaps(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	startManager(t, "--max-active-jobs=1")
-	ns := env.NewNamespace(t)
+	ns, _ := scenario(t, "--max-active-jobs=1")
 	newForeignCluster(t, ns, "c")
 	most := watchConcurrency(t, ns)
 

@@ -79,8 +79,7 @@ func lockHolder(t *testing.T, ns, kind, name string) string {
 // until the holder lets go, whether or not a state exists yet.
 func TestStaleLock(t *testing.T) {
 	g := NewWithT(t)
-	startManager(t)
-	ns := env.NewNamespace(t)
+	ns, _ := scenario(t)
 	const kind = contract.KindCluster
 
 	tc := newTerraformCluster(t, ns, "c1", nil)
@@ -118,8 +117,10 @@ func TestStaleLock(t *testing.T) {
 		return len(jobsOf(t, ns, kind, "c1")) > jobsBefore
 	})
 
-	// The holder finishes: the change applies, without breaking anyone's lock.
+	// The holder finishes: the change applies, without breaking anyone's lock. (The lock Lease
+	// is not watched: a held object looks again within a minute; the touch saves the wait.)
 	setLock(t, ns, kind, "c1", "", "")
+	annotate(t, tc, "capx.test/touch", ptr.To("1"))
 	waitFor(t, tc, 2*time.Minute, "the change applied once the lock was released", func(o *captfv1.TerraformCluster) bool {
 		return o.Status.ActiveJob == nil && o.Status.AppliedInputsHash != applied &&
 			hasCondition(o, captfv1.StateReadableCondition, metav1.ConditionTrue, captfv1.StateReadReason)

@@ -29,8 +29,7 @@ func plansOf(t *testing.T, ns string) []captfv1.TerraformPlan {
 // nothing, needs no approval.
 func TestManualApplyPolicy(t *testing.T) {
 	g := NewWithT(t)
-	startManager(t)
-	ns := env.NewNamespace(t)
+	ns, _ := scenario(t)
 	const kind = contract.KindCluster
 	settings := map[string]any{"failure_domains": []string{"fd-a", "fd-b"}}
 

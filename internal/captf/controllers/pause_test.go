@@ -24,8 +24,7 @@ import (
 func TestPause(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	kubelet := startManager(t)
-	ns := env.NewNamespace(t)
+	ns, kubelet := scenario(t)
 	newForeignCluster(t, ns, "c")
 	blockMove := func(o *captfv1.TerraformMachine) bool {
 		_, ok := o.Annotations[clusterctlv1.BlockMoveAnnotation]

@@ -46,8 +46,7 @@ func keptSecrets(t *testing.T, owner jobs.Owner) []corev1.Secret {
 func TestRetain(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	kubelet := startManager(t)
-	ns := env.NewNamespace(t)
+	ns, kubelet := scenario(t)
 	newForeignCluster(t, ns, "c")
 
 	tm := newTerraformMachine(t, ns, "c", "m1", func(o *captfv1.TerraformMachine) {

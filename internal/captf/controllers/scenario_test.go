@@ -26,6 +26,15 @@ import (
 
 // Builders and probes the scenario tests share (one scenario per file).
 
+// scenario starts a scenario test in parallel with the others: in a namespace of its own,
+// with a manager and a kubelet of its own that see only that namespace.
+func scenario(t *testing.T, flags ...string) (string, *testenv.Kubelet) {
+	t.Helper()
+	t.Parallel()
+	ns := env.NewNamespace(t)
+	return ns, startManagerIn(t, ns, flags...)
+}
+
 // vars turns Go values into module variables.
 func vars(kv map[string]any) map[string]apiextensionsv1.JSON {
 	out := make(map[string]apiextensionsv1.JSON, len(kv))

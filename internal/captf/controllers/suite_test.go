@@ -45,10 +45,17 @@ const (
 
 // startManager runs the real manager (CAPTF only) against the test API server, with a kubelet
 // stand-in running the real runner for every Job's Pod.
-func startManager(t *testing.T, flags ...string) *testenv.Kubelet {
+func startManager(t testing.TB, flags ...string) *testenv.Kubelet {
 	t.Helper()
-	kubelet := env.StartKubelet(t, moduleImages)
-	mgrtest.Start(t, env, append([]string{"--providers=captf", "--drift-interval=0"}, flags...)...)
+	return startManagerIn(t, "", flags...)
+}
+
+// startManagerIn is startManager watching one namespace only ("" for all), with a kubelet for
+// that namespace's Pods only: tests in their own namespaces then run in parallel.
+func startManagerIn(t testing.TB, namespace string, flags ...string) *testenv.Kubelet {
+	t.Helper()
+	kubelet := env.StartKubeletIn(t, namespace, moduleImages)
+	mgrtest.Start(t, env, append([]string{"--providers=captf", "--drift-interval=0", "--namespace=" + namespace}, flags...)...)
 	return kubelet
 }
 
