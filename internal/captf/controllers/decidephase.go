@@ -110,10 +110,13 @@ func (r *provider[T]) driftInputs(p *pass[T], in *decide.Input, lastApplied time
 			in.DriftAction = policy.Action
 		}
 	}
-	drift := newestBookkept(p.jobList, captfv1.OperationDrift)
+	// The next check is due an interval after the newest one, failed or not; what was found
+	// comes from the newest check that succeeded (a failed one found nothing either way).
 	in.LastDriftCheck = lastApplied
-	if drift != nil && jobs.FinishedAt(drift).After(lastApplied) {
+	if drift := newestBookkept(p.jobList, captfv1.OperationDrift, ""); drift != nil && jobs.FinishedAt(drift).After(lastApplied) {
 		in.LastDriftCheck = jobs.FinishedAt(drift)
+	}
+	if drift := newestBookkept(p.jobList, captfv1.OperationDrift, captfv1.RunSucceeded); drift != nil && jobs.FinishedAt(drift).After(lastApplied) {
 		n, _ := strconv.Atoi(drift.Annotations[driftAnnotation])
 		in.DriftFound = n > 0
 		in.DriftRemediations = in.Failures
@@ -131,9 +134,8 @@ func (r *provider[T]) restoreRequest(p *pass[T]) *decide.Restore {
 		return &decide.Restore{Serial: -1}
 	}
 	req := &decide.Restore{Serial: serial, Done: ptr.Deref(p.status.LastRestoredSerial, -1) == serial}
-	for _, j := range p.jobList {
-		if j.Labels[captfv1.OperationLabel] == string(captfv1.OperationRestore) &&
-			j.Annotations[captfv1.RestoreSerialAnnotation] == v && j.Annotations[captfv1.BookkeptAnnotation] != "" {
+	for i := range p.jobList {
+		if answersRestore(&p.jobList[i], v) && p.jobList[i].Annotations[captfv1.BookkeptAnnotation] != "" {
 			req.Done = true // restored or failed: a failed restore is never retried for the same serial
 		}
 	}
@@ -177,9 +179,11 @@ func lastRun(list []batchv1.Job, op captfv1.Operation, hash string) (*decide.Run
 	return last, failures
 }
 
-func newestBookkept(list []batchv1.Job, op captfv1.Operation) *batchv1.Job {
+// newestBookkept is an operation's newest recorded Job with the result (any result for "").
+func newestBookkept(list []batchv1.Job, op captfv1.Operation, result captfv1.RunResult) *batchv1.Job {
 	for i := range list {
-		if list[i].Labels[captfv1.OperationLabel] == string(op) && list[i].Annotations[captfv1.BookkeptAnnotation] != "" {
+		res := list[i].Annotations[captfv1.BookkeptAnnotation]
+		if list[i].Labels[captfv1.OperationLabel] == string(op) && res != "" && (result == "" || res == string(result)) {
 			return &list[i]
 		}
 	}

@@ -24,6 +24,9 @@ import (
 const (
 	driftAnnotation     = "captf.io/drift-resources"
 	planEmptyAnnotation = "captf.io/plan-empty"
+	// withdrawnAnnotation marks a restore Job whose request (the captf.io/restore-state
+	// annotation) was removed since: it no longer answers a new request for the same serial.
+	withdrawnAnnotation = "captf.io/restore-withdrawn"
 )
 
 // listJobs lists the object's Jobs from the cache and finds the running one.
@@ -69,10 +72,42 @@ func (r *provider[T]) bookkeep(ctx context.Context, p *pass[T]) error {
 			return err
 		}
 	}
+	if err := r.withdrawRestores(ctx, p); err != nil {
+		return err
+	}
 	if _, err := jobs.Prune(ctx, r.client, p.jobList, p.policy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Pruning finished Jobs failed; retrying on the next reconcile")
 	}
 	return nil
+}
+
+// withdrawRestores ends a restore request once its annotation is removed: the recorded restore
+// Jobs stop answering for their serial and status.lastRestoredSerial clears, so setting the
+// annotation again (after a failure, say) restores again.
+func (r *provider[T]) withdrawRestores(ctx context.Context, p *pass[T]) error {
+	if _, requested := p.scope.Object.GetAnnotations()[captfv1.RestoreStateAnnotation]; requested {
+		return nil
+	}
+	p.status.LastRestoredSerial = nil
+	for i := range p.jobList {
+		job := &p.jobList[i]
+		if job.Labels[captfv1.OperationLabel] != string(captfv1.OperationRestore) ||
+			job.Annotations[captfv1.BookkeptAnnotation] == "" || job.Annotations[withdrawnAnnotation] != "" {
+			continue
+		}
+		before := job.DeepCopy()
+		job.Annotations[withdrawnAnnotation] = "true"
+		if err := r.client.Patch(ctx, job, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// answersRestore reports whether a Job is a recorded restore of serial that still counts.
+func answersRestore(j *batchv1.Job, serial string) bool {
+	return j.Labels[captfv1.OperationLabel] == string(captfv1.OperationRestore) &&
+		j.Annotations[captfv1.RestoreSerialAnnotation] == serial && j.Annotations[withdrawnAnnotation] == ""
 }
 
 // runResult classifies a finished Job.

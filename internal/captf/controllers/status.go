@@ -271,22 +271,30 @@ func healthCondition(h *captfv1.Health) (metav1.ConditionStatus, string, string)
 }
 
 func driftCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string, string, bool) {
-	drift := newestBookkept(p.jobList, captfv1.OperationDrift)
+	newest := newestBookkept(p.jobList, captfv1.OperationDrift, "")
+	drift := newestBookkept(p.jobList, captfv1.OperationDrift, captfv1.RunSucceeded)
+	failed := ""
+	if newest != nil && newest != drift {
+		failed = "; the newest check, Job " + newest.Name + ", failed"
+	}
 	if drift == nil {
-		if p.status.LastDriftCheck == nil {
+		switch {
+		case newest != nil:
+			return metav1.ConditionUnknown, captfv1.DriftNotCheckedReason, "No drift check succeeded yet" + failed, true
+		case p.status.LastDriftCheck == nil:
 			return metav1.ConditionUnknown, captfv1.DriftNotCheckedReason, "No drift check ran yet", true
 		}
 		return "", "", "", false
 	}
 	n := drift.Annotations[driftAnnotation]
 	if n == "" || n == "0" {
-		return metav1.ConditionFalse, captfv1.NoDriftReason, "Drift check " + drift.Name + " found none", true
+		return metav1.ConditionFalse, captfv1.NoDriftReason, "Drift check " + drift.Name + " found none" + failed, true
 	}
 	reason := captfv1.DriftReportedReason
 	if p.decision.Reason == decide.ReasonDriftRemediation {
 		reason = captfv1.DriftRemediatingReason
 	}
-	return metav1.ConditionTrue, reason, fmt.Sprintf("Drift check %s found %s drifted resources", drift.Name, n), true
+	return metav1.ConditionTrue, reason, fmt.Sprintf("Drift check %s found %s drifted resources%s", drift.Name, n, failed), true
 }
 
 func restoreCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string, string, bool) {
@@ -300,7 +308,7 @@ func restoreCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string
 	}
 	for i := range p.jobList {
 		j := &p.jobList[i]
-		if j.Labels[captfv1.OperationLabel] != string(captfv1.OperationRestore) || j.Annotations[captfv1.RestoreSerialAnnotation] != v {
+		if !answersRestore(j, v) {
 			continue
 		}
 		switch captfv1.RunResult(j.Annotations[captfv1.BookkeptAnnotation]) {
