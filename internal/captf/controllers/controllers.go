@@ -42,11 +42,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	e.leases = leases.New(e.client, e.reader, e.clock)
 	// A finished Job, a decided plan and a new state serial (written by the Job's runtime, or
-	// adopted) each bring the object back.
+	// adopted) each bring the object back. The engine reads managed Secrets through two
+	// informers: whole Secrets (the state's content) and their metadata (chunks, backups, owner
+	// references). Each lags on its own, so both are watched: whichever catches up last brings
+	// the object back with both current (a lost owner reference seen by one informer only would
+	// otherwise be repaired by a pass that still sees it in the other).
 	owned := func(kind string) func(b *builder.Builder) *builder.Builder {
 		return func(b *builder.Builder) *builder.Builder {
 			return b.Owns(&batchv1.Job{}).Owns(&captfv1.TerraformPlan{}).
-				Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(stateOwner(kind)))
+				Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(stateOwner(kind))).
+				WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(stateOwner(kind)))
 		}
 	}
 	// Machines and pools wait for their TerraformCluster: its provisioning (and new exports)
