@@ -50,6 +50,12 @@ const (
 	DestructivePlanBlockedReason = "DestructivePlanBlocked"
 	// NoApplyYetReason: no apply has run yet.
 	NoApplyYetReason = "NoApplyYet"
+	// StateLostReason: an apply succeeded before but its state is gone; nothing runs until a
+	// backup is restored or the object is deleted with deletionPolicy Retain.
+	StateLostReason = "StateLost"
+	// DurableInputsMissingReason: a machine's destroy needs the inputs it was applied with and
+	// their Secret is gone; only deletionPolicy Retain lets the deletion finish.
+	DurableInputsMissingReason = "DurableInputsMissing"
 	// ApplyRunningReason: an apply Job is running.
 	ApplyRunningReason = "ApplyRunning"
 	// WaitingForRunLeaseReason: another Job of this object holds its run lease.

@@ -39,6 +39,10 @@ const (
 	AppliedAnnotation = "captf.io/applied"
 	// RestoreStateAnnotation requests a restore of the named backup serial.
 	RestoreStateAnnotation = "captf.io/restore-state"
+	// AdoptRetainedStateAnnotation, set to the UID a retained state came from (its
+	// captf.io/retained-from-uid label), makes a new object of the same name take that state,
+	// its backups and durable inputs over instead of holding on them.
+	AdoptRetainedStateAnnotation = "captf.io/adopt-retained-state"
 	// EndpointSourceAnnotation records whether the endpoint came from the user or the module.
 	EndpointSourceAnnotation = "captf.io/endpoint-source"
 	// BookkeptAnnotation marks a finished Job whose result was recorded.

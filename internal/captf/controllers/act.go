@@ -109,7 +109,9 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 		p.requeueAfter(30 * time.Second)
 		return err
 	}
-	if d.Op == captfv1.OperationApply || d.Op == captfv1.OperationPlan {
+	// The durable inputs are what a destroy runs with: an apply may change the infrastructure,
+	// a plan never does, so only an apply replaces them.
+	if d.Op == captfv1.OperationApply {
 		if _, err := inputs.Ensure(ctx, r.client, p.owner, rendered); err != nil {
 			return r.startFailed(ctx, p, name, err)
 		}

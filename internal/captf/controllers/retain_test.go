@@ -103,4 +103,25 @@ func TestRetain(t *testing.T) {
 	g.Expect(describe(again)).To(ContainSubstring(string(owner.UID)))
 	never(t, 5*time.Second, "a Job ran over the retained state", func() bool { return kubelet.Started() > pods })
 	g.Expect(readState(t, ns, contract.KindMachine, "m1").Digest).To(Equal(applied.Digest), "the retained state is untouched")
+
+	// Told to, the new object adopts it: owner references and no retained-from label on every
+	// Secret, provisioned from the state alone, and still no Job (the machine was applied).
+	patch := []byte(`{"metadata":{"annotations":{"` + captfv1.AdoptRetainedStateAnnotation + `":"` + string(owner.UID) + `"}}}`)
+	g.Expect(env.Client.Patch(ctx, again, client.RawPatch("application/merge-patch+json", patch))).To(Succeed())
+	waitFor(t, again, time.Minute, "provisioned from the adopted state", func(o *captfv1.TerraformMachine) bool {
+		return provisioned(o.Status.Initialization) && hasCondition(o, captfv1.StateReadableCondition, metav1.ConditionTrue, captfv1.StateReadReason)
+	})
+	newOwner, err := jobs.OwnerOf(again, "c")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		adopted := keptSecrets(t, newOwner)
+		g.Expect(kinds(adopted)).To(Equal(before), "the state, backups and durable inputs")
+		for _, s := range adopted {
+			g.Expect(s.OwnerReferences).To(ContainElement(HaveField("UID", again.UID)), "Secret %s", s.Name)
+			g.Expect(s.Labels).NotTo(HaveKey(captfv1.RetainedFromUIDLabel), "Secret %s", s.Name)
+		}
+	}, time.Minute, 200*time.Millisecond).Should(Succeed())
+	g.Expect(again.Spec.ProviderID).NotTo(BeEmpty())
+	never(t, 3*time.Second, "a Job ran over the adopted state", func() bool { return kubelet.Started() > pods })
+	g.Expect(readState(t, ns, contract.KindMachine, "m1").Digest).To(Equal(applied.Digest), "the adopted state is untouched")
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,9 +39,13 @@ func (r *provider[T]) readState(ctx context.Context, p *pass[T]) error {
 	default:
 		return err
 	}
-	if p.snap != nil && p.snap.RetainedFrom() != "" && p.snap.RetainedFrom() != string(p.owner.UID) {
-		p.stateErr = &retainedError{uid: p.snap.RetainedFrom()}
-		p.snap = nil
+	if from := retainedFrom(p); from != "" {
+		if p.scope.Object.GetAnnotations()[captfv1.AdoptRetainedStateAnnotation] != from {
+			p.stateErr = &retainedError{uid: from}
+			p.snap = nil
+		} else if err := r.adoptRetained(ctx, p, from); err != nil {
+			return err
+		}
 	}
 	if err := r.repairOwners(ctx, p); err != nil {
 		return err
@@ -71,14 +76,40 @@ func (r *provider[T]) repairOwners(ctx context.Context, p *pass[T]) error {
 	return err
 }
 
+// retainedFrom is the UID of the earlier object that retained the state just read, when that
+// is not this object.
+func retainedFrom[T capi.Object](p *pass[T]) string {
+	if p.snap == nil || p.snap.RetainedFrom() == string(p.owner.UID) {
+		return ""
+	}
+	return p.snap.RetainedFrom()
+}
+
+// adoptRetained takes a retained state over, as the captf.io/adopt-retained-state annotation
+// asks: the state, its backups and the durable inputs get this object as owner and lose the
+// retained-from label. The state then reads as this object's own: what it recorded as applied
+// is what the next decision compares the current inputs with.
+func (r *provider[T]) adoptRetained(ctx context.Context, p *pass[T], from string) error {
+	ref, err := state.OwnerReference(p.scope.Object, r.client.Scheme())
+	if err != nil {
+		return err
+	}
+	if err := state.AdoptRetained(ctx, r.client, p.owner.Namespace, p.owner.StateSuffix(), ref, inputs.SecretName(p.owner)); err != nil {
+		return err
+	}
+	r.recorder.Eventf(p.scope.Object, corev1.EventTypeNormal, "RetainedStateAdopted",
+		"Adopted the state retained by uid %s (serial %d, %d resources)", from, p.snap.Serial, p.snap.Resources)
+	return nil
+}
+
 // retainedError is state kept by an earlier object of the same name with deletionPolicy Retain;
-// it is never used without spec.adoptRetainedState (see docs/captf/deletion.md).
+// a new object holds on it unless told to adopt it (see docs/captf/deletion.md).
 type retainedError struct{ uid string }
 
 func (e *retainedError) Error() string {
 	return "the state was retained by an earlier object of this name (uid " + e.uid +
-		"); delete its Secrets (label captf.io/retained-from-uid=" + e.uid + ") to start fresh, " +
-		"or restore it into this object with the captf.io/restore-state annotation"
+		"); adopt it with the annotation " + captfv1.AdoptRetainedStateAnnotation + "=" + e.uid +
+		", or delete its Secrets (label " + captfv1.RetainedFromUIDLabel + "=" + e.uid + ") to start fresh"
 }
 
 // lockedError is a state lock held by someone other than this object's own runs. It holds the

@@ -76,8 +76,14 @@ func updateStatus[T capi.Object](p *pass[T], mutable bool) {
 				"Neither the Cluster, the TerraformCluster nor the module's control_plane_endpoint output set an endpoint yet")
 		}
 	}
-	if p.decision.Op == captfv1.OperationDestroy || (p.active != nil && p.active.Labels[captfv1.OperationLabel] == string(captfv1.OperationDestroy)) {
+	switch {
+	case p.decision.Op == captfv1.OperationDestroy || (p.active != nil && p.active.Labels[captfv1.OperationLabel] == string(captfv1.OperationDestroy)):
 		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, "Destroying the infrastructure")
+	case obj.GetDeletionTimestamp().IsZero():
+	case p.decision.Reason == captfv1.StateLostReason:
+		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, "Held: "+stateLostMessage)
+	case p.decision.Reason == captfv1.DurableInputsMissingReason:
+		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, "Held: "+durableInputsMissingMessage)
 	}
 	setReady(p, mutable)
 }
@@ -137,6 +143,9 @@ func stateCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string, 
 	}
 	reason := reasonOf(p.stateErr)
 	if reason == captfv1.StateNotFoundReason {
+		if p.decision.Reason == captfv1.StateLostReason {
+			return metav1.ConditionFalse, reason, stateLostMessage, true
+		}
 		return metav1.ConditionUnknown, reason, "No state yet: nothing was applied", true
 	}
 	return metav1.ConditionFalse, reason, errText(p.stateErr), true
@@ -171,6 +180,10 @@ func applyCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string, 
 	}
 	d := p.decision
 	switch d.Reason {
+	case captfv1.StateLostReason:
+		return metav1.ConditionFalse, d.Reason, stateLostMessage
+	case captfv1.DurableInputsMissingReason:
+		return metav1.ConditionFalse, d.Reason, durableInputsMissingMessage
 	case captfv1.DestructivePlanBlockedReason:
 		return metav1.ConditionFalse, d.Reason, planMessage(p, "The plan deletes or replaces resources and waits for an approved TerraformPlan")
 	case captfv1.PlanAwaitingApprovalReason, captfv1.PlanChangedReason:
@@ -215,6 +228,15 @@ func applyCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string, 
 	}
 	return metav1.ConditionUnknown, captfv1.NoApplyYetReason, noApplyMessage(d)
 }
+
+// What an operator can do about the two holds that no Job can clear (docs/captf/deletion.md).
+const (
+	stateLostMessage = "The state is gone although an apply succeeded before: nothing runs, since a new apply " +
+		"would build a second set of infrastructure. Restore a backup (annotation captf.io/restore-state=<serial>, " +
+		"see status.stateBackups) or delete the object with deletionPolicy: Retain"
+	durableInputsMissingMessage = "The durable inputs Secret is gone and a machine is only destroyed with the inputs " +
+		"it was applied with: set deletionPolicy: Retain to let the deletion finish without a destroy"
+)
 
 func noApplyMessage(d decide.Decision) string {
 	if d.Wait && d.Reason != "" {

@@ -173,8 +173,8 @@ const (
 	ReasonHealthPending     = "HealthPending"
 	ReasonMembershipRefresh = "MembershipRefresh"
 	ReasonUpToDate          = "UpToDate"
-	ReasonStateLost         = "StateLost"
-	ReasonDurableInputsGone = "DurableInputsMissing"
+	ReasonStateLost         = captfv1.StateLostReason
+	ReasonDurableInputsGone = captfv1.DurableInputsMissingReason
 )
 
 // Timings.
