@@ -242,12 +242,12 @@ func TestWriteRepository(t *testing.T) {
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	for path, want := range map[string]string{
-		"cluster-api/v1.14.2/core-components.yaml":                   "core",
-		"cluster-api/v1.14.2/metadata.yaml":                          "cm",
-		"infrastructure-capx/v0.1.0/infrastructure-components.yaml":  "provider",
-		"infrastructure-capx/v0.1.0/metadata.yaml":                   "pm",
-		"infrastructure-capx/v0.1.0/cluster-template.yaml":           "default",
-		"infrastructure-capx/v0.1.0/cluster-template-local.yaml":     "local",
+		"cluster-api/v1.14.2/core-components.yaml":                  "core",
+		"cluster-api/v1.14.2/metadata.yaml":                         "cm",
+		"infrastructure-capx/v0.1.0/infrastructure-components.yaml": "provider",
+		"infrastructure-capx/v0.1.0/metadata.yaml":                  "pm",
+		"infrastructure-capx/v0.1.0/cluster-template.yaml":          "default",
+		"infrastructure-capx/v0.1.0/cluster-template-local.yaml":    "local",
 		"cert-manager/" + CertManagerVersion + "/cert-manager.yaml": certManagerStub,
 	} {
 		b, err := os.ReadFile(filepath.Join(dir, path))
