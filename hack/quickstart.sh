@@ -33,7 +33,7 @@ if [[ $cmd == up || $cmd == images ]]; then
     bash "$root/hack/install-deps.sh"
   fi
   log "toolchain: etcd, Kubernetes, OpenTofu, clusterctl, the CAPI manager (built once per machine)"
-  bash "$root/hack/toolchain.sh" all
+  bash "$root/hack/toolchain.sh" etcd kube tofu clusterctl capi-manager   # all but controller-gen
 fi
 
 # (Re)build the command when its sources or the packages it drives changed.

@@ -70,12 +70,17 @@ kube_ldflags() {
   echo "-s -w$f"
 }
 
-build() { # tool -> path of cached binary
-  local tool=$1 v out dir pkg ldflags="-s -w" cgo=0
+cached() { # tool -> path of its cached binary (which may not exist yet)
+  local v
+  v=$(version_of "$1")
+  echo "$cache/tools/$1-$v/$1"
+}
+
+# resolve sets dir (the tool's throwaway module, prepared), pkg and ldflags for a tool.
+resolve() {
+  local tool=$1 v
   v=$(version_of "$tool")
-  out="$cache/tools/$tool-$v/$tool"
-  if [[ -x "$out" ]]; then echo "$out"; return; fi
-  mkdir -p "$(dirname "$out")"
+  ldflags="-s -w"
   case "$tool" in
     etcd)
       dir="$cache/src/etcd-$v"
@@ -108,6 +113,61 @@ build() { # tool -> path of cached binary
       prepare_module "$dir" "module capx.local/cgtools" "go 1.26" "require sigs.k8s.io/controller-tools $v"
       pkg=sigs.k8s.io/controller-tools/cmd/controller-gen ;;
   esac
+}
+
+# Downloading modules waits on the network, compiling on the CPUs: while one tool compiles, the
+# modules of the ones after it download. prefetch starts one background download per module
+# folder (a tool family: the Kubernetes binaries share one, clusterctl and the CAPI manager
+# another); main waits for a folder's download before building in it, since two go commands
+# must not edit one go.mod at once. A failed prefetch is not an error: the build downloads
+# again and says what failed.
+declare -A prefetching=()
+
+family_of() {
+  case "$1" in
+    kube-*|kubelet|kubectl) echo kube ;;
+    clusterctl|capi-manager) echo capi ;;
+    *) echo "$1" ;;
+  esac
+}
+
+prefetch() { # tools...
+  local -A members=()
+  local tool f
+  for tool in "$@"; do
+    [[ -x $(cached "$tool") ]] && continue
+    f=$(family_of "$tool")
+    members[$f]+="$tool "
+  done
+  for f in "${!members[@]}"; do
+    (
+      pkgs=()
+      for tool in ${members[$f]}; do
+        resolve "$tool" >/dev/null 2>&1 || exit 0
+        pkgs+=("$pkg")
+      done
+      cd "$dir" && CGO_ENABLED=0 go list -mod=mod -deps "${pkgs[@]}" >/dev/null 2>&1 || true
+    ) &
+    prefetching[$f]=$!
+  done
+}
+
+wait_prefetch() { # tool
+  local f
+  f=$(family_of "$1")
+  if [[ -n ${prefetching[$f]:-} ]]; then
+    wait "${prefetching[$f]}" 2>/dev/null || true
+    unset "prefetching[$f]"
+  fi
+}
+
+build() { # tool -> path of cached binary
+  local tool=$1 v out dir pkg ldflags cgo=0
+  v=$(version_of "$tool")
+  out=$(cached "$tool")
+  if [[ -x "$out" ]]; then echo "$out"; return; fi
+  mkdir -p "$(dirname "$out")"
+  resolve "$tool"
   log "building $tool $v (first time on this machine; cached afterwards)"
   local start=$SECONDS
   (cd "$dir" && CGO_ENABLED=$cgo go build -mod=mod -trimpath -ldflags "$ldflags" -o "$out.tmp" "$pkg")
@@ -133,7 +193,10 @@ main() {
     esac
   done
   local t p
+  trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+  prefetch "${tools[@]}"
   for t in "${tools[@]}"; do
+    wait_prefetch "$t"
     p=$(build "$t")
     link "$t" "$p"
   done
