@@ -80,7 +80,23 @@ func TestJobCaps(t *testing.T) {
 	})
 	g.Expect(describe(m3)).To(ContainSubstring("no-jobs"), "the message names the quota")
 	g.Expect(m3.Annotations).NotTo(HaveKey(clusterctlv1.BlockMoveAnnotation), "no Job runs, so nothing blocks a move")
-	version := m3.ResourceVersion
+	// The first passes may still add what they observed (the durable inputs Secret the refused
+	// start wrote brings the object back once per informer); once it has settled, retrying the
+	// refused Job must not rewrite it. An object rewritten in a loop never settles.
+	var version string
+	g.Eventually(func() (bool, error) {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(m3), m3); err != nil {
+			return false, err
+		}
+		before := m3.ResourceVersion
+		time.Sleep(2 * time.Second)
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(m3), m3); err != nil {
+			return false, err
+		}
+		version = m3.ResourceVersion
+		return version == before, nil
+	}, time.Minute, 10*time.Millisecond).Should(BeTrue(), "the refused object settles")
+	g.Expect(describe(m3)).To(ContainSubstring("no-jobs"), "still refused by the quota")
 	never(t, 4*time.Second, "a Job ran despite the quota, or the refusal rewrote the object", func() bool {
 		return len(jobsOf(t, ns, contract.KindMachine, "m3")) > 0 ||
 			env.Client.Get(ctx, client.ObjectKeyFromObject(m3), m3) != nil || m3.ResourceVersion != version
