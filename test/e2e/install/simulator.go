@@ -145,6 +145,20 @@ func (m *Management) simulatorCredentials(ctx context.Context, labels map[string
 // secretLineRE matches the lines of the printed manifest: top-level and indented keys.
 var secretLineRE = regexp.MustCompile(`^(  )?[A-Za-z][A-Za-z0-9]*:( |$)`)
 
+// secretKey tells a top-level key of a Secret manifest (or an indented line under one) from
+// another program's "name: message" line.
+func secretKey(line string) bool {
+	if strings.HasPrefix(line, "  ") {
+		return true
+	}
+	key, _, _ := strings.Cut(line, ":")
+	switch key {
+	case "apiVersion", "kind", "metadata", "type", "data", "stringData", "immutable":
+		return true
+	}
+	return false
+}
+
 // parsePrintedSecret finds the Secret manifest cmd/vcosim printed on stdout in a log that also
 // holds its stderr: the lines from the banner to the end of the manifest's last key.
 func parsePrintedSecret(log []byte) (*corev1.Secret, error) {
@@ -160,9 +174,10 @@ func parsePrintedSecret(log []byte) (*corev1.Secret, error) {
 			continue
 		case !in:
 			continue
-		case !secretLineRE.MatchString(line):
-			// The first line that is not a key of the manifest ends it (request logs on stderr
-			// start with a timestamp).
+		case !secretLineRE.MatchString(line) || !secretKey(line):
+			// The first line that is not a key of the manifest ends it: request logs on stderr
+			// start with a timestamp, and the "vcosim: serving ..." line, which may come right
+			// after the manifest, is not a Secret's key.
 			in = false
 			continue
 		}

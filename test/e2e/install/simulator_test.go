@@ -1,6 +1,9 @@
 package install
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestParsePrintedSecret(t *testing.T) {
 	log := `vcosim: serving whitesky.cloud simulator on [::]:8080 (API http://10.200.0.5:8080/api/1, IAM http://10.200.0.5:8080/iam)
@@ -25,6 +28,16 @@ stringData:
 		t.Fatal(err)
 	}
 	if s.Name != "capvco-credentials" || s.Namespace != "demo" || s.StringData["jwt"] != "eyJ.x.y" || s.StringData["iamURL"] != "http://10.200.0.5:8080/iam" {
+		t.Errorf("got %+v", s)
+	}
+
+	// stdout and stderr interleave: the serving line may follow the manifest directly.
+	banner, rest, _ := strings.Cut(log, "\n")
+	s, err = parsePrintedSecret([]byte(strings.Replace(rest, "2026-11-29T17:50:00Z", banner+"\n2026-11-29T17:50:00Z", 1)))
+	if err != nil {
+		t.Fatalf("serving line after the manifest: %v", err)
+	}
+	if s.StringData["jwt"] != "eyJ.x.y" {
 		t.Errorf("got %+v", s)
 	}
 }
