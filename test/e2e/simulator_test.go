@@ -49,21 +49,27 @@ func TestSimulator(t *testing.T) {
 	})
 
 	step(t, "the manager's pod reaches the simulator", func() {
-		pod := managerPod(g, ctx, m)
-		creds := sim.Credentials.StringData
-		url := creds["url"] + "/customers/" + creds["customer"] + "/cloudspaces"
-		out, err := m.ProbeFromPod(ctx, client.ObjectKeyFromObject(&pod), k.Images.HTTPGet.Ref, url, creds["jwt"])
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(out).To(ContainSubstring("200 OK"))
-		g.Expect(out).To(ContainSubstring(`"result"`))
-		out, err = m.ProbeFromPod(ctx, client.ObjectKeyFromObject(&pod), k.Images.HTTPGet.Ref, url, "forged.token.value")
-		g.Expect(err).To(HaveOccurred(), "a forged token is refused: %s", out)
-		g.Expect(out).To(ContainSubstring("401"))
+		// Run alone, right after the install, the manager's pod may still be starting.
+		eventually(t, 2*time.Minute, func(g Gomega) {
+			pod := managerPod(g, ctx, m)
+			creds := sim.Credentials.StringData
+			url := creds["url"] + "/customers/" + creds["customer"] + "/cloudspaces"
+			out, err := m.ProbeFromPod(ctx, client.ObjectKeyFromObject(&pod), k.Images.HTTPGet.Ref, url, creds["jwt"])
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(out).To(ContainSubstring("200 OK"))
+			g.Expect(out).To(ContainSubstring(`"result"`))
+			out, err = m.ProbeFromPod(ctx, client.ObjectKeyFromObject(&pod), k.Images.HTTPGet.Ref, url, "forged.token.value")
+			g.Expect(err).To(HaveOccurred(), "a forged token is refused: %s", out)
+			g.Expect(out).To(ContainSubstring("401"))
+		}, "the simulator answered the manager's pod")
 	})
 
 	step(t, "a CAPVCO cluster is taken over by CAPVCO and deleted", func() {
-		_, err := m.ApplyCluster(ctx, k.Repository, install.ClusterSpec{Name: name, Namespace: ns, Flavor: install.FlavorVCOLocal})
-		g.Expect(err).NotTo(HaveOccurred())
+		// Cluster API's webhooks may not answer yet right after the install.
+		eventually(t, 2*time.Minute, func(g Gomega) {
+			_, err := m.ApplyCluster(ctx, k.Repository, install.ClusterSpec{Name: name, Namespace: ns, Flavor: install.FlavorVCOLocal})
+			g.Expect(err).NotTo(HaveOccurred())
+		}, "the vco-local cluster applied")
 		eventually(t, 2*time.Minute, func(g Gomega) {
 			vc := &capvcov1.VCOCluster{}
 			g.Expect(m.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vc)).To(Succeed())
