@@ -28,18 +28,30 @@ if [[ $cmd == up || $cmd == images ]]; then
   if [[ $(id -u) -ne 0 && $cmd == up ]]; then
     log "needs root (network namespaces, containerd, the kubelet)"; exit 1
   fi
+  deps_pid=""
   if [[ $cmd == up ]]; then
-    log "Debian packages (containerd, runc, CNI plugins, iptables)"
-    bash "$root/hack/install-deps.sh"
+    # apt waits on the network while the toolchain keeps the CPUs busy: both at once.
+    mkdir -p "$root/_artifacts"
+    deps_log="$root/_artifacts/install-deps.log"
+    log "Debian packages (containerd, runc, CNI plugins, iptables) in the background; log: $deps_log"
+    bash "$root/hack/install-deps.sh" >"$deps_log" 2>&1 &
+    deps_pid=$!
   fi
   log "toolchain: etcd, Kubernetes, OpenTofu, clusterctl, the CAPI manager (built once per machine)"
   bash "$root/hack/toolchain.sh" etcd kube tofu clusterctl capi-manager   # all but controller-gen
+  if [[ -n $deps_pid ]]; then
+    if ! wait "$deps_pid"; then
+      log "installing the Debian packages failed:"; tail -n 20 "$deps_log" >&2; exit 1
+    fi
+    tail -n 1 "$deps_log" >&2
+  fi
 fi
 
 # (Re)build the command when its sources or the packages it drives changed.
 if [[ ! -x $bin ]] || [[ -n $(find "$root/test" "$root/api" "$root/internal" "$root/go.mod" "$root/go.sum" \
     -newer "$bin" \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \) -print -quit 2>/dev/null) ]]; then
   log "building bin/quickstart"
-  (cd "$root" && go build -o "$bin" ./test/e2e/cmd/quickstart)
+  # Same flags as the images and the CAPI tools, so it reuses their compiled packages.
+  (cd "$root" && CGO_ENABLED=0 go build -trimpath -o "$bin" ./test/e2e/cmd/quickstart)
 fi
 exec "$bin" "$@"

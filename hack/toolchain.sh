@@ -76,21 +76,44 @@ cached() { # tool -> path of its cached binary (which may not exist yet)
   echo "$cache/tools/$1-$v/$1"
 }
 
-# resolve sets dir (the tool's throwaway module, prepared), pkg and ldflags for a tool.
+# etcd builds inside the Kubernetes module when ETCD_VERSION is the etcd server version that
+# Kubernetes itself requires: it then reuses most of the compiled packages (gRPC, protobuf, the
+# etcd client) instead of compiling them a second time at other versions.
+etcd_in_kube() {
+  local mod
+  mod=$(cd "$cache/src" && GOFLAGS=-mod=mod go list -m -f '{{.GoMod}}' "k8s.io/kubernetes@$KUBERNETES_VERSION" 2>/dev/null) || return 1
+  grep -qE "^[[:space:]]*go.etcd.io/etcd/server/v3 $ETCD_VERSION( |$)" "$mod"
+}
+
+# A tool family is built by one go command in one module, so the binaries share its package
+# loading and compile work and their links run side by side: the Kubernetes binaries (and etcd,
+# see above), clusterctl with the CAPI manager; every other tool is a family of its own.
+etcd_family=etcd
+family_of() {
+  case "$1" in
+    kube-*|kubelet|kubectl) echo kube ;;
+    etcd) echo "$etcd_family" ;;
+    clusterctl|capi-manager) echo capi ;;
+    *) echo "$1" ;;
+  esac
+}
+
+# resolve sets dir (the family's module, prepared), pkg, ldflags and modflag for a tool.
 resolve() {
   local tool=$1 v
   v=$(version_of "$tool")
   ldflags="-s -w"
-  case "$tool" in
-    etcd)
+  modflag=-mod=mod
+  case "$(family_of "$tool")/$tool" in
+    kube/*)
+      dir=$(kube_module)
+      ldflags=$(kube_ldflags "$KUBERNETES_VERSION")
+      if [[ $tool == etcd ]]; then pkg=go.etcd.io/etcd/server/v3; else pkg=k8s.io/kubernetes/cmd/$tool; fi ;;
+    etcd/etcd)
       dir="$cache/src/etcd-$v"
       prepare_module "$dir" "module capx.local/etcdtools" "go 1.26" "require go.etcd.io/etcd/server/v3 $v"
       pkg=go.etcd.io/etcd/server/v3 ;;
-    kube-*|kubelet|kubectl)
-      dir=$(kube_module)
-      pkg=k8s.io/kubernetes/cmd/$tool
-      ldflags=$(kube_ldflags "$v") ;;
-    tofu)
+    tofu/tofu)
       dir="$cache/src/opentofu-$v"
       if [[ ! -f "$dir/.ready" ]]; then
         local gomod hcl
@@ -101,79 +124,106 @@ resolve() {
       fi
       pkg=github.com/opentofu/opentofu/cmd/tofu
       ldflags="-s -w -X github.com/opentofu/opentofu/version.dev=no" ;;
-    clusterctl|capi-manager)
-      dir="$cache/src/cluster-api-$v"
-      prepare_module "$dir" "module capx.local/capitools" "go 1.26" "require sigs.k8s.io/cluster-api $v" \
-        "replace sigs.k8s.io/cluster-api/api => sigs.k8s.io/cluster-api/api $v"
+    capi/*)
+      # Built from this module (go.mod lists both as tools, at the CAPI_VERSION it requires), so
+      # they share every compiled dependency with the manager and the test images.
+      dir=$root
+      modflag=-mod=readonly
       ldflags="-s -w -X sigs.k8s.io/cluster-api/version.gitVersion=$v -X sigs.k8s.io/cluster-api/version.gitMajor=1"
       ldflags+=" -X sigs.k8s.io/cluster-api/version.gitMinor=${v#v1.}"
       if [[ $tool == clusterctl ]]; then pkg=sigs.k8s.io/cluster-api/cmd/clusterctl; else pkg=sigs.k8s.io/cluster-api/core; fi ;;
-    controller-gen)
+    controller-gen/*)
       dir="$cache/src/controller-tools-$v"
       prepare_module "$dir" "module capx.local/cgtools" "go 1.26" "require sigs.k8s.io/controller-tools $v"
       pkg=sigs.k8s.io/controller-tools/cmd/controller-gen ;;
   esac
 }
 
-# Downloading modules waits on the network, compiling on the CPUs: while one tool compiles, the
-# modules of the ones after it download. prefetch starts one background download per module
-# folder (a tool family: the Kubernetes binaries share one, clusterctl and the CAPI manager
-# another); main waits for a folder's download before building in it, since two go commands
-# must not edit one go.mod at once. A failed prefetch is not an error: the build downloads
-# again and says what failed.
+# Downloading modules waits on the network, compiling on the CPUs: while one family compiles,
+# the modules of the ones after it download. prefetch starts one background download per family;
+# main waits for a family's download before building it, since two go commands must not edit one
+# go.mod at once. A failed prefetch is not an error: the build downloads again and says what failed.
 declare -A prefetching=()
 
-family_of() {
-  case "$1" in
-    kube-*|kubelet|kubectl) echo kube ;;
-    clusterctl|capi-manager) echo capi ;;
-    *) echo "$1" ;;
-  esac
-}
-
-prefetch() { # tools...
-  local -A members=()
+# missing_by_family groups the tools whose binary is not cached yet: family -> "tool tool ".
+declare -A missing=()
+declare -a family_order=()
+plan() { # tools...
   local tool f
   for tool in "$@"; do
     [[ -x $(cached "$tool") ]] && continue
     f=$(family_of "$tool")
-    members[$f]+="$tool "
+    if [[ -z ${missing[$f]:-} ]]; then family_order+=("$f"); fi
+    [[ " ${missing[$f]:-} " == *" $tool "* ]] || missing[$f]+="$tool "
   done
-  for f in "${!members[@]}"; do
+}
+
+prefetch() {
+  local f
+  for f in "${family_order[@]}"; do
     (
       pkgs=()
-      for tool in ${members[$f]}; do
+      for tool in ${missing[$f]}; do
         resolve "$tool" >/dev/null 2>&1 || exit 0
         pkgs+=("$pkg")
       done
-      cd "$dir" && CGO_ENABLED=0 go list -mod=mod -deps "${pkgs[@]}" >/dev/null 2>&1 || true
+      cd "$dir" && CGO_ENABLED=0 go list "$modflag" -deps "${pkgs[@]}" >/dev/null 2>&1 || true
     ) &
     prefetching[$f]=$!
   done
 }
 
-wait_prefetch() { # tool
-  local f
-  f=$(family_of "$1")
-  if [[ -n ${prefetching[$f]:-} ]]; then
-    wait "${prefetching[$f]}" 2>/dev/null || true
-    unset "prefetching[$f]"
+wait_prefetch() { # family
+  if [[ -n ${prefetching[$1]:-} ]]; then
+    wait "${prefetching[$1]}" 2>/dev/null || true
+    unset "prefetching[$1]"
   fi
 }
 
-build() { # tool -> path of cached binary
-  local tool=$1 v out dir pkg ldflags cgo=0
-  v=$(version_of "$tool")
-  out=$(cached "$tool")
-  if [[ -x "$out" ]]; then echo "$out"; return; fi
-  mkdir -p "$(dirname "$out")"
-  resolve "$tool"
-  log "building $tool $v (first time on this machine; cached afterwards)"
-  local start=$SECONDS
-  (cd "$dir" && CGO_ENABLED=$cgo go build -mod=mod -trimpath -ldflags "$ldflags" -o "$out.tmp" "$pkg")
-  mv "$out.tmp" "$out"
-  log "built $tool $v in $((SECONDS - start))s"
-  echo "$out"
+# go build -o DIR/ names each binary after its package's last path element, or the one before a
+# major-version suffix (go.etcd.io/etcd/server/v3 -> server).
+out_name() {
+  local base=${1##*/}
+  if [[ $base =~ ^v[0-9]+$ ]]; then base=${1%/*}; base=${base##*/}; fi
+  echo "$base"
+}
+
+# build_family compiles the family's missing tools in one go command and moves each binary into
+# its cache folder. Every 30 s it says how far the compile is (packages compiled so far against
+# the packages the tools need, some of which may be compiled already).
+build_family() { # family
+  local f=$1 tools=() pkgs=() tool out_dir logf total start ticker rc=0
+  read -r -a tools <<<"${missing[$f]}"
+  for tool in "${tools[@]}"; do resolve "$tool"; pkgs+=("$pkg"); done
+  out_dir="$cache/tmp/$f.$$"
+  logf="$cache/logs/$f.log"
+  rm -rf "$out_dir"; mkdir -p "$out_dir" "$cache/logs"
+  total=$(cd "$dir" && CGO_ENABLED=0 go list "$modflag" -deps "${pkgs[@]}" 2>/dev/null | wc -l) || total="?"
+  log "building ${tools[*]} (first time on this machine; cached afterwards; $total packages; log: $logf)"
+  start=$SECONDS
+  : >"$logf"
+  (
+    while sleep 30; do
+      log "  $f: $(grep -cE '^[[:alnum:]._~/-]+$' "$logf" || true)/$total packages compiled, $((SECONDS - start))s"
+    done
+  ) &
+  ticker=$!
+  (cd "$dir" && CGO_ENABLED=0 go build "$modflag" -v -trimpath -ldflags "$ldflags" -o "$out_dir/" "${pkgs[@]}") \
+    2>>"$logf" || rc=$?
+  kill "$ticker" 2>/dev/null; wait "$ticker" 2>/dev/null || true
+  if [[ $rc -ne 0 ]]; then
+    log "building ${tools[*]} failed; the compiler said:"
+    grep -vE '^[[:alnum:]._~/-]+$' "$logf" | tail -n 40 >&2
+    rm -rf "$out_dir"
+    return "$rc"
+  fi
+  for tool in "${tools[@]}"; do
+    resolve "$tool"
+    mkdir -p "$(dirname "$(cached "$tool")")"
+    mv "$out_dir/$(out_name "$pkg")" "$(cached "$tool")"
+  done
+  rm -rf "$out_dir"
+  log "built ${tools[*]} in $((SECONDS - start))s"
 }
 
 link() { # tool, cached path
@@ -183,7 +233,7 @@ link() { # tool, cached path
 
 main() {
   # Groups expand wherever they appear ("kube etcd" means the kube tools and etcd).
-  local tools=() a
+  local tools=() a f t
   if [[ $# -eq 0 ]]; then set -- "${default_tools[@]}"; fi
   for a in "$@"; do
     case "$a" in
@@ -192,14 +242,15 @@ main() {
       *) version_of "$a" >/dev/null; tools+=("$a") ;;
     esac
   done
-  local t p
   trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
-  prefetch "${tools[@]}"
-  for t in "${tools[@]}"; do
-    wait_prefetch "$t"
-    p=$(build "$t")
-    link "$t" "$p"
+  if [[ " ${tools[*]} " == *" etcd "* ]] && [[ ! -x $(cached etcd) ]] && etcd_in_kube; then etcd_family=kube; fi
+  plan "${tools[@]}"
+  prefetch
+  for f in "${family_order[@]}"; do
+    wait_prefetch "$f"
+    build_family "$f"
   done
+  for t in "${tools[@]}"; do link "$t" "$(cached "$t")"; done
   log "ready: ${tools[*]} (cache: $cache)"
 }
 
