@@ -23,7 +23,7 @@ cmd=$1
 
 # The images and the test modules need tofu and the CAPI manager; the cluster needs the node
 # binaries; the installs need kubectl and clusterctl. All are cached per machine after the first
-# build (about 15-25 minutes on 2 cores; later runs only link them).
+# build (about 12 minutes on 2 cores from nothing; later runs only link them).
 if [[ $cmd == up || $cmd == images ]]; then
   if [[ $(id -u) -ne 0 && $cmd == up ]]; then
     log "needs root (network namespaces, containerd, the kubelet)"; exit 1
