@@ -193,8 +193,9 @@ func parsePrintedSecret(log []byte) (*corev1.Secret, error) {
 
 // ProbeFromPod runs test/images/httpget (image) as an ephemeral container of a running pod, so
 // in that pod's network namespace, against url with a Bearer token (may be empty). It returns
-// what httpget printed, and an error unless the URL answered 2xx. The token ends up in the pod's
-// spec: use it only with throwaway credentials such as the simulator's.
+// what httpget printed, and an error unless the URL answered 2xx (a *ProbeError when httpget
+// ran). The token ends up in the pod's spec: use it only with throwaway credentials such as the
+// simulator's.
 func (m *Management) ProbeFromPod(ctx context.Context, pod client.ObjectKey, image, url, bearer string) (string, error) {
 	cs, err := kubernetes.NewForConfig(m.Config)
 	if err != nil {
@@ -248,7 +249,7 @@ func (m *Management) ProbeFromPod(ctx context.Context, pod client.ObjectKey, ima
 		return "", err
 	}
 	if exit != 0 {
-		return string(out), fmt.Errorf("httpget %s from pod %s exited %d: %s", url, pod, exit, strings.TrimSpace(string(out)))
+		return string(out), &ProbeError{URL: url, Pod: pod, Exit: exit, Output: strings.TrimSpace(string(out))}
 	}
 	return string(out), nil
 }

@@ -206,9 +206,10 @@ func runUp(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fail(err)
 	}
-	probe, err := m.ProbeFromPod(ctx, manager, kit.Images.HTTPGet.Ref,
+	// A just-available Deployment's Service may refuse connections for a moment.
+	probe, err := m.ProbeFromPodUntilAnswered(ctx, manager, kit.Images.HTTPGet.Ref,
 		sim.Credentials.StringData["url"]+"/customers/"+sim.Credentials.StringData["customer"]+"/cloudspaces",
-		sim.Credentials.StringData["jwt"])
+		sim.Credentials.StringData["jwt"], time.Minute)
 	if err != nil {
 		return fail(err)
 	}
