@@ -142,10 +142,11 @@ resolve() {
 # Downloading modules waits on the network, compiling on the CPUs: while one family compiles,
 # the modules of the ones after it download. prefetch starts one background download per family;
 # main waits for a family's download before building it, since two go commands must not edit one
-# go.mod at once. A failed prefetch is not an error: the build downloads again and says what failed.
+# go.mod at once. The package list it prints is kept for the build's progress lines. A failed
+# prefetch is not an error: the build downloads again and says what failed.
 declare -A prefetching=()
 
-# missing_by_family groups the tools whose binary is not cached yet: family -> "tool tool ".
+# missing groups the tools whose binary is not cached yet: family -> "tool tool ".
 declare -A missing=()
 declare -a family_order=()
 plan() { # tools...
@@ -158,8 +159,11 @@ plan() { # tools...
   done
 }
 
+deps_file() { echo "$cache/logs/$1.deps"; } # family -> its package list, written by prefetch
+
 prefetch() {
   local f
+  mkdir -p "$cache/logs"
   for f in "${family_order[@]}"; do
     (
       pkgs=()
@@ -167,7 +171,8 @@ prefetch() {
         resolve "$tool" >/dev/null 2>&1 || exit 0
         pkgs+=("$pkg")
       done
-      cd "$dir" && CGO_ENABLED=0 go list "$modflag" -deps "${pkgs[@]}" >/dev/null 2>&1 || true
+      cd "$dir" && CGO_ENABLED=0 go list "$modflag" -deps "${pkgs[@]}" >"$(deps_file "$f")" 2>/dev/null ||
+        rm -f "$(deps_file "$f")"
     ) &
     prefetching[$f]=$!
   done
@@ -198,7 +203,12 @@ build_family() { # family
   out_dir="$cache/tmp/$f.$$"
   logf="$cache/logs/$f.log"
   rm -rf "$out_dir"; mkdir -p "$out_dir" "$cache/logs"
-  total=$(cd "$dir" && CGO_ENABLED=0 go list "$modflag" -deps "${pkgs[@]}" 2>/dev/null | wc -l) || total="?"
+  if [[ ! -s $(deps_file "$f") ]]; then # the prefetch failed: list again, or show "?"
+    (cd "$dir" && CGO_ENABLED=0 go list "$modflag" -deps "${pkgs[@]}" >"$(deps_file "$f")" 2>/dev/null) ||
+      rm -f "$(deps_file "$f")"
+  fi
+  total="?"
+  if [[ -s $(deps_file "$f") ]]; then total=$(wc -l <"$(deps_file "$f")"); fi
   log "building ${tools[*]} (first time on this machine; cached afterwards; $total packages; log: $logf)"
   start=$SECONDS
   : >"$logf"
@@ -217,10 +227,10 @@ build_family() { # family
     rm -rf "$out_dir"
     return "$rc"
   fi
-  for tool in "${tools[@]}"; do
-    resolve "$tool"
-    mkdir -p "$(dirname "$(cached "$tool")")"
-    mv "$out_dir/$(out_name "$pkg")" "$(cached "$tool")"
+  local i
+  for i in "${!tools[@]}"; do
+    mkdir -p "$(dirname "$(cached "${tools[$i]}")")"
+    mv "$out_dir/$(out_name "${pkgs[$i]}")" "$(cached "${tools[$i]}")"
   done
   rm -rf "$out_dir"
   log "built ${tools[*]} in $((SECONDS - start))s"
