@@ -234,6 +234,8 @@ func runScenario(t *testing.T, e *env) {
 	check(err)
 	_, err = c.ListLocations(ctx)
 	check(err)
+	_, err = c.ListCustomerLocations(ctx)
+	check(err)
 	check(c.CheckLocation(ctx, loc))
 	nets, err := c.ListExternalNetworks(ctx, loc)
 	check(err)
