@@ -4,6 +4,8 @@
 #
 #   hack/toolchain.sh            the tools the default test run needs (envtest + tofu + controller-gen)
 #   hack/toolchain.sh all        everything, including the node parts and CAPI for e2e
+#   hack/toolchain.sh release    what `make release-snapshot` needs: goreleaser, krew and its manifest
+#                                validator, kubectl and clusterctl
 #   hack/toolchain.sh TOOL...    just those tools; "kube" names the six Kubernetes binaries
 #
 # Idempotent: a tool whose cached binary exists is only linked. Builds print their progress and time.
@@ -21,6 +23,7 @@ export GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
 kube_tools=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kube-proxy)
 default_tools=(etcd kube-apiserver kube-controller-manager tofu controller-gen capi-manager)
 all_tools=(etcd "${kube_tools[@]}" tofu controller-gen clusterctl capi-manager)
+release_tools=(goreleaser krew validate-krew-manifest kubectl clusterctl tofu)
 
 log() { printf '\033[1m[toolchain]\033[0m %s\n' "$*" >&2; }
 
@@ -31,6 +34,8 @@ version_of() {
     tofu) echo "$OPENTOFU_VERSION" ;;
     clusterctl|capi-manager) echo "$CAPI_VERSION" ;;
     controller-gen) echo "$CONTROLLER_TOOLS_VERSION" ;;
+    goreleaser) echo "$GORELEASER_VERSION" ;;
+    krew|validate-krew-manifest) echo "$KREW_VERSION" ;;
     *) echo "unknown tool $1" >&2; return 1 ;;
   esac
 }
@@ -94,6 +99,7 @@ family_of() {
     kube-*|kubelet|kubectl) echo kube ;;
     etcd) echo "$etcd_family" ;;
     clusterctl|capi-manager) echo capi ;;
+    krew|validate-krew-manifest) echo krew ;;
     *) echo "$1" ;;
   esac
 }
@@ -136,6 +142,18 @@ resolve() {
       dir="$cache/src/controller-tools-$v"
       prepare_module "$dir" "module capx.local/cgtools" "go 1.26" "require sigs.k8s.io/controller-tools $v"
       pkg=sigs.k8s.io/controller-tools/cmd/controller-gen ;;
+    goreleaser/*)
+      dir="$cache/src/goreleaser-$v"
+      prepare_module "$dir" "module capx.local/goreleasertools" "go 1.26" "require github.com/goreleaser/goreleaser/v2 $v"
+      pkg=github.com/goreleaser/goreleaser/v2
+      ldflags="-s -w -X main.version=${v#v} -X main.builtBy=capx-toolchain" ;;
+    krew/*)
+      # krew's own go.mod (go 1.17) pins the dependencies it was released with; a module of its
+      # own keeps them from mixing with this module's Kubernetes libraries.
+      dir="$cache/src/krew-$v"
+      prepare_module "$dir" "module capx.local/krewtools" "go 1.26" "require sigs.k8s.io/krew $v"
+      pkg=sigs.k8s.io/krew/cmd/$tool
+      ldflags="-s -w -X sigs.k8s.io/krew/internal/version.gitTag=$v -X sigs.k8s.io/krew/internal/version.gitCommit=$v" ;;
   esac
 }
 
@@ -267,6 +285,7 @@ main() {
   for a in "$@"; do
     case "$a" in
       all) tools+=("${all_tools[@]}") ;;
+      release) tools+=("${release_tools[@]}") ;;
       kube) tools+=("${kube_tools[@]}") ;;
       *) version_of "$a" >/dev/null; tools+=("$a") ;;
     esac
