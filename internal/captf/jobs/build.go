@@ -51,9 +51,35 @@ const (
 	volumeConfig  = "config"
 	volumeCreds   = "creds"
 	volumePlanKey = "plan-key"
+	volumeToken   = "kube-api-access"
 	planKeyItem   = "key"
 	secretMode    = int32(0o440)
 )
+
+// Bounds on what a Job's Pod may write to its node's disk: a module cannot fill the node. The
+// emptyDir limits are enforced by the kubelet's eviction manager; the containers'
+// ephemeral-storage limits cover their writable layers and logs as well.
+var (
+	// runnerDirLimit holds the copied runner binary.
+	runnerDirLimit = resource.MustParse("256Mi")
+	// workDirLimit holds the root module, .terraform (providers the image does not carry) and
+	// saved plans.
+	workDirLimit = resource.MustParse("4Gi")
+	// tmpDirLimit is the module's scratch space.
+	tmpDirLimit = resource.MustParse("1Gi")
+	// DefaultEphemeralStorage is the module container's ephemeral-storage limit unless
+	// spec.jobs.resources sets one.
+	DefaultEphemeralStorage = resource.MustParse("6Gi")
+	// runnerEphemeralStorage bounds the init container (the copy lands in the runner emptyDir).
+	runnerEphemeralStorage = resource.MustParse("512Mi")
+)
+
+// serviceAccountDir is where Kubernetes mounts a ServiceAccount token; the kubernetes backend's
+// in_cluster_config reads it there.
+const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// tokenExpirySeconds is the projected token's lifetime; the kubelet renews it well before.
+const tokenExpirySeconds = 3607
 
 // Params is everything one Job depends on. The caller resolves it all (the effective policy,
 // the image to run, the attempt) so that Build stays a pure function.
@@ -187,9 +213,12 @@ func Build(p Params) *batchv1.Job {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(labels), Annotations: podAnnotations},
 				Spec: corev1.PodSpec{
-					RestartPolicy:                 corev1.RestartPolicyNever,
-					ServiceAccountName:            p.Policy.ServiceAccountName,
-					AutomountServiceAccountToken:  ptr.To(true), // the backend's in_cluster_config
+					RestartPolicy:      corev1.RestartPolicyNever,
+					ServiceAccountName: p.Policy.ServiceAccountName,
+					// The token reaches only the module container, which needs it for the
+					// backend's in_cluster_config and for Events; the init container that copies
+					// the runner gets none (see tokenVolume).
+					AutomountServiceAccountToken:  ptr.To(false),
 					EnableServiceLinks:            ptr.To(false),
 					TerminationGracePeriodSeconds: ptr.To[int64](TerminationGracePeriod),
 					ImagePullSecrets:              slices.Clone(p.Policy.ImagePullSecrets),
@@ -217,7 +246,8 @@ func runnerContainer(p Params) corev1.Container {
 		Command:         []string{ManagerBinary, "runner", "copy", contract.RunnerPath},
 		Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
-			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+			Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi"),
+				corev1.ResourceEphemeralStorage: runnerEphemeralStorage},
 		},
 		VolumeMounts:             []corev1.VolumeMount{{Name: volumeRunner, MountPath: contract.BinDir}},
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
@@ -248,6 +278,7 @@ func sourceContainer(p Params) corev1.Container {
 		{Name: volumeWork, MountPath: contract.WorkDir},
 		{Name: volumeTmp, MountPath: "/tmp"},
 		{Name: volumeConfig, MountPath: contract.ConfigDir, ReadOnly: true},
+		{Name: volumeToken, MountPath: serviceAccountDir, ReadOnly: true},
 	}
 	var envFrom []corev1.EnvFromSource
 	if p.CredentialsSecret != "" {
@@ -267,7 +298,7 @@ func sourceContainer(p Params) corev1.Container {
 		Args:                     runnerArgs(p),
 		Env:                      env,
 		EnvFrom:                  envFrom,
-		Resources:                *p.Policy.Resources.DeepCopy(),
+		Resources:                moduleResources(p.Policy.Resources),
 		VolumeMounts:             mounts,
 		TerminationMessagePath:   contract.TerminationLog,
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
@@ -344,11 +375,27 @@ func containerSecurity() *corev1.SecurityContext {
 	}
 }
 
-func volumes(p Params, jobName string) []corev1.Volume {
-	empty := func(name string) corev1.Volume {
-		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+// moduleResources is the policy's resources with the default ephemeral-storage limit added when
+// the policy sets none.
+func moduleResources(r corev1.ResourceRequirements) corev1.ResourceRequirements {
+	out := *r.DeepCopy()
+	if _, ok := out.Limits[corev1.ResourceEphemeralStorage]; !ok {
+		if out.Limits == nil {
+			out.Limits = corev1.ResourceList{}
+		}
+		out.Limits[corev1.ResourceEphemeralStorage] = DefaultEphemeralStorage
 	}
-	vols := []corev1.Volume{empty(volumeRunner), empty(volumeWork), empty(volumeTmp), configVolume(p, jobName)}
+	return out
+}
+
+func volumes(p Params, jobName string) []corev1.Volume {
+	empty := func(name string, limit resource.Quantity) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &limit}}}
+	}
+	vols := []corev1.Volume{
+		empty(volumeRunner, runnerDirLimit), empty(volumeWork, workDirLimit), empty(volumeTmp, tmpDirLimit),
+		configVolume(p, jobName), tokenVolume(),
+	}
 	if p.CredentialsSecret != "" {
 		vols = append(vols, corev1.Volume{Name: volumeCreds, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName: p.CredentialsSecret, DefaultMode: ptr.To(secretMode),
@@ -361,6 +408,24 @@ func volumes(p Params, jobName string) []corev1.Volume {
 		}}})
 	}
 	return vols
+}
+
+// tokenVolume is what automounting would give every container (a bound token, the cluster's CA
+// and the namespace), as a volume the module container alone mounts.
+func tokenVolume() corev1.Volume {
+	return corev1.Volume{Name: volumeToken, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		DefaultMode: ptr.To(int32(0o444)),
+		Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](tokenExpirySeconds)}},
+			{ConfigMap: &corev1.ConfigMapProjection{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items:                []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}},
+			}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{
+				Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"},
+			}}}},
+		},
+	}}}
 }
 
 // configVolume mounts the per-run Secret at contract.ConfigDir. A restore Job projects the

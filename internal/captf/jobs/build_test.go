@@ -183,6 +183,24 @@ func TestBuild(t *testing.T) {
 			g.Expect(mounts).To(Equal(withIf(mounts, creds, "/var/run/captf/credentials", "creds")))
 			g.Expect(source.EnvFrom != nil).To(Equal(creds))
 
+			// Disk is bounded: every emptyDir has a size limit and every container an
+			// ephemeral-storage limit (issue 9: a module must not fill its node).
+			for _, v := range pod.Volumes {
+				if v.EmptyDir != nil {
+					g.Expect(v.EmptyDir.SizeLimit).NotTo(BeNil(), "emptyDir %s has a size limit", v.Name)
+				}
+			}
+			for _, c := range append(slices.Clone(pod.InitContainers), pod.Containers...) {
+				g.Expect(c.Resources.Limits).To(HaveKey(corev1.ResourceEphemeralStorage), c.Name)
+			}
+			// The ServiceAccount token reaches the module container only (issue 9): it is not
+			// automounted, and the init container mounts no token.
+			g.Expect(*pod.AutomountServiceAccountToken).To(BeFalse())
+			g.Expect(mounts).To(HaveKeyWithValue("/var/run/secrets/kubernetes.io/serviceaccount", "kube-api-access"))
+			for _, m := range runner.VolumeMounts {
+				g.Expect(m.Name).NotTo(Equal("kube-api-access"))
+			}
+
 			safe := op == contract.OpApply || op == contract.OpDestroy || op == contract.OpRestore
 			g.Expect(job.Spec.Template.Annotations["cluster-autoscaler.kubernetes.io/safe-to-evict"] == "false").To(Equal(safe))
 			for _, v := range pod.Volumes {

@@ -8,6 +8,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capx-io/capx/internal/captf/runresult"
@@ -90,7 +91,16 @@ func ReadOutcome(ctx context.Context, c client.Reader, job *batchv1.Job) (Outcom
 		client.MatchingLabels{batchv1.ControllerUidLabel: string(job.UID)}); err != nil {
 		return out, fmt.Errorf("jobs: list Pods of Job %s/%s: %w", job.Namespace, job.Name, err)
 	}
-	status := terminatedSource(pods.Items)
+	// The controller-uid label is only a label: anyone who can create Pods in the namespace can
+	// set it. Only a Pod the Job controls can speak for the Job (a forged one could otherwise
+	// write the plan summary an approver reads).
+	owned := pods.Items[:0]
+	for _, pod := range pods.Items {
+		if ref := metav1.GetControllerOf(&pod); ref != nil && ref.UID == job.UID && ref.Kind == "Job" {
+			owned = append(owned, pod)
+		}
+	}
+	status := terminatedSource(owned)
 	if status == nil {
 		out.ResultErr = fmt.Errorf("jobs: read result of Job %s/%s: %w", job.Namespace, job.Name, ErrNoResult)
 		return out, nil

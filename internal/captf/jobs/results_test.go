@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/capx-io/capx/internal/captf/runresult"
@@ -59,7 +60,9 @@ func TestReadOutcome(t *testing.T) {
 	pod := func(name string, created int64, state corev1.ContainerState) *corev1.Pod {
 		return &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: metav1.Unix(created, 0),
-				Labels: map[string]string{batchv1.ControllerUidLabel: "job-uid"}},
+				Labels: map[string]string{batchv1.ControllerUidLabel: "job-uid"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "captf-m-m1-apply-a1-abcdef",
+					UID: "job-uid", Controller: ptr.To(true)}}},
 			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
 				{Name: RunnerContainer, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: "not this one"}}},
 				{Name: SourceContainer, ImageID: "registry.example/m@sha256:" + name, State: state},
@@ -123,7 +126,14 @@ func TestReadOutcome(t *testing.T) {
 			// A Pod of another Job is never read.
 			other := pod("other", 9, terminated(string(ok), 0))
 			other.Labels[batchv1.ControllerUidLabel] = "other-uid"
-			c := b.WithObjects(other).Build()
+			other.OwnerReferences[0].UID = "other-uid"
+			// Nor a Pod that carries the Job's label but that the Job does not control: anyone
+			// who can create Pods could forge a result (a plan summary) that way.
+			forged := pod("forged", 10, terminated(string(ok), 0))
+			forged.OwnerReferences = nil
+			notController := pod("not-controller", 11, terminated(string(ok), 0))
+			notController.OwnerReferences[0].Controller = nil
+			c := b.WithObjects(other, forged, notController).Build()
 			job := tt.job
 			job.Namespace, job.Name, job.UID = "ns", "captf-m-m1-apply-a1-abcdef", "job-uid"
 
