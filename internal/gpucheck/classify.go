@@ -1,0 +1,98 @@
+package gpucheck
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/capx-io/capx/internal/capvco/gpuname"
+)
+
+// Classify sorts one reservation. owners is nil when no management cluster was asked; now
+// dates the recycle bin. It is pure: every ownership rule of the tool is here.
+func Classify(r Reservation, owners *Owners, now time.Time) Finding {
+	f := Finding{Reservation: r}
+	n, err := gpuname.Parse(r.Name)
+	parsed := err == nil
+	if parsed {
+		f.Owner, f.OwnerVerified = ownerOf(n), owners != nil
+	}
+	switch {
+	case !gpuname.LooksOurs(r.Name):
+		f.Class, f.Reason = Foreign, "not a CAPVCO name"
+	case parsed && owners == nil:
+		f.Class, f.Reason = classifyUnverified(r)
+	case parsed:
+		f.Class, f.Reason = classifyParsed(r, f.Owner, owners)
+	default:
+		f.Class, f.Reason = classifyRenamed(r, owners)
+	}
+	if f.Class == RecycleBin {
+		billed := Duration(now.Sub(*r.DeletedAt))
+		f.BilledInRecycleBin = &billed
+	}
+	f.Orphan = f.Class == Orphaned || f.Class == Renamed || f.Class == RecycleBin || f.Class == AttachedForeign ||
+		(f.Class == Unverified && !r.Attached())
+	f.Releasable = f.Orphan && !r.Attached()
+	return f
+}
+
+func classifyUnverified(r Reservation) (Class, string) {
+	switch {
+	case r.DeletedAt != nil:
+		return RecycleBin, "deleted without permanently=true: in the recycle bin and still billed"
+	case r.Attached():
+		return Unverified, fmt.Sprintf("attached to VM %s; no management cluster was asked who owns it", vmName(r.VM))
+	}
+	return Unverified, "unattached; no management cluster was asked who owns it"
+}
+
+func classifyParsed(r Reservation, ow *Owner, owners *Owners) (Class, string) {
+	m := owners.machine(ow)
+	if m != nil {
+		if r.Attached() && m.VMID != nil && int64(r.VM.ID) != *m.VMID {
+			return AttachedForeign, fmt.Sprintf("attached to VM %s, but VCOMachine %s/%s runs VM %d", vmName(r.VM), m.Namespace, m.Name, *m.VMID)
+		}
+		reason := fmt.Sprintf("VCOMachine %s/%s", m.Namespace, m.Name)
+		if m.Deleting {
+			reason += " (being deleted: its teardown releases this reservation)"
+		}
+		if r.DeletedAt != nil {
+			reason += "; soft-deleted, still billed"
+		}
+		return Owned, reason
+	}
+	gone := fmt.Sprintf("VCOMachine %s/%s no longer exists", ow.Namespace, ow.Machine)
+	if !owners.cluster(ow) {
+		gone = fmt.Sprintf("cluster %s/%s no longer exists", ow.Namespace, ow.Cluster)
+	}
+	switch {
+	case r.Attached():
+		return AttachedForeign, fmt.Sprintf("attached to VM %s, but %s", vmName(r.VM), gone)
+	case r.DeletedAt != nil:
+		return RecycleBin, gone + "; in the recycle bin and still billed"
+	}
+	return Orphaned, gone
+}
+
+func classifyRenamed(r Reservation, owners *Owners) (Class, string) {
+	const why = "starts with capvco but is not capvco_<namespace>_<cluster>_<machine>_gpu_<n>: no teardown will release it"
+	switch {
+	case r.DeletedAt != nil:
+		return RecycleBin, "renamed (" + why + "); in the recycle bin and still billed"
+	case r.Attached() && owners != nil:
+		if m, ok := owners.runsVM(r.VM.ID); ok {
+			return Renamed, fmt.Sprintf("attached to VM %s of VCOMachine %s/%s, but %s", vmName(r.VM), m.Namespace, m.Name, why)
+		}
+		return AttachedForeign, fmt.Sprintf("attached to VM %s, which no VCOMachine runs; the name %s", vmName(r.VM), why)
+	case r.Attached():
+		return Renamed, fmt.Sprintf("attached to VM %s; the name %s", vmName(r.VM), why)
+	}
+	return Renamed, "the name " + why
+}
+
+func vmName(v *VM) string {
+	if v.Name == "" {
+		return fmt.Sprint(v.ID)
+	}
+	return fmt.Sprintf("%s (%d)", v.Name, v.ID)
+}

@@ -1,0 +1,175 @@
+package gpucheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/capx-io/capx/internal/vco"
+)
+
+// Platform is what the engine needs of whitesky.cloud; *vco.Client has it.
+type Platform interface {
+	ListCustomerLocations(ctx context.Context) ([]string, error)
+	ListVGPUs(ctx context.Context, location string, opts vco.ListVGPUsOptions) (vco.VGPUPage, error)
+	ReleaseUnattachedVGPU(ctx context.Context, location, vgpuID string) error
+}
+
+// DefaultPageSize is how many reservations one list call asks for.
+const DefaultPageSize = 500
+
+// listAttempts bounds how often a location is read again when its reservations changed
+// while it was being read (offset paging then skips or repeats items).
+const listAttempts = 3
+
+// Scanner lists and classifies the reservations of one account.
+type Scanner struct {
+	Platform Platform
+	// Account labels findings ("acme at https://…/api/1"); optional.
+	Account string
+	// Owners is the management cluster's snapshot; nil means ownership is not checked.
+	Owners *Owners
+	// OwnershipNote says why Owners is nil (printed with the report).
+	OwnershipNote string
+	// PageSize defaults to DefaultPageSize.
+	PageSize int
+	// Parallel bounds the locations read at once (default 4).
+	Parallel int
+	// Now defaults to time.Now.
+	Now func() time.Time
+}
+
+// IncompleteError says a location's listing could not be read to the end: nothing may be
+// concluded from it, least of all "no orphans".
+type IncompleteError struct {
+	Location string
+	Read     int
+	Count    int // -1 when not even the first page answered
+	Err      error
+}
+
+func (e *IncompleteError) Error() string {
+	if e.Count < 0 {
+		return fmt.Sprintf("location %s: the vGPU list could not be read: %v", e.Location, e.Err)
+	}
+	return fmt.Sprintf("location %s: the vGPU list stopped after %d of %d reservations: %v", e.Location, e.Read, e.Count, e.Err)
+}
+
+func (e *IncompleteError) Unwrap() error { return e.Err }
+
+// ErrListChanged is why a listing is incomplete when the reservations kept changing under it.
+var ErrListChanged = errors.New("the reservations changed while they were read; run again")
+
+// Scan reads every location (all of the customer's when locations is empty) and classifies
+// what it found. The report covers whatever was read; the error is non-nil when any location
+// is incomplete (an *IncompleteError per location, joined) or the locations could not be
+// listed.
+func (s *Scanner) Scan(ctx context.Context, locations []string) (*Report, error) {
+	rep := &Report{OwnershipChecked: s.Owners != nil, OwnershipNote: s.OwnershipNote}
+	if len(locations) == 0 {
+		all, err := s.Platform.ListCustomerLocations(ctx)
+		if err != nil {
+			return rep, fmt.Errorf("listing the customer's locations: %w", err)
+		}
+		locations = all
+	}
+	locations = slices.Compact(slices.Sorted(slices.Values(locations)))
+	type result struct {
+		items []vco.VGPU
+		err   error
+	}
+	results := make([]result, len(locations))
+	parallel := s.Parallel
+	if parallel <= 0 {
+		parallel = 4
+	}
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, loc := range locations {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			items, err := s.listLocation(ctx, loc)
+			results[i] = result{items, err}
+		})
+	}
+	wg.Wait()
+
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	var errs []error
+	for i, loc := range locations {
+		r := results[i]
+		st := LocationStatus{Account: s.Account, Location: loc, Reservations: len(r.items), Complete: r.err == nil}
+		if r.err != nil {
+			st.Error = r.err.Error()
+			errs = append(errs, r.err)
+		}
+		rep.Locations = append(rep.Locations, st)
+		for _, v := range r.items {
+			f := Classify(fromAPI(v, loc), s.Owners, now())
+			f.Account = s.Account
+			rep.Findings = append(rep.Findings, f)
+		}
+	}
+	sortFindings(rep.Findings)
+	rep.summarize()
+	rep.Complete = len(errs) == 0
+	return rep, errors.Join(errs...)
+}
+
+// listLocation reads every reservation of a location, recycle bin included. A listing is
+// complete only when every page answered, the total held still from the first page to the
+// last, and the distinct ids add up to it; a listing that changed underneath is read again.
+func (s *Scanner) listLocation(ctx context.Context, location string) ([]vco.VGPU, error) {
+	var last error
+	for range listAttempts {
+		items, err := s.listOnce(ctx, location)
+		if !errors.Is(err, ErrListChanged) {
+			return items, err
+		}
+		last = err
+	}
+	return nil, last
+}
+
+func (s *Scanner) listOnce(ctx context.Context, location string) ([]vco.VGPU, error) {
+	limit := s.PageSize
+	if limit <= 0 {
+		limit = DefaultPageSize
+	}
+	seen := map[string]bool{}
+	var all []vco.VGPU
+	count := -1
+	for start := 0; count < 0 || start < count; start += limit {
+		p, err := s.Platform.ListVGPUs(ctx, location, vco.ListVGPUsOptions{Limit: limit, StartAfter: start, IncludeDeleted: true})
+		if err != nil {
+			return all, &IncompleteError{Location: location, Read: len(all), Count: count, Err: err}
+		}
+		switch {
+		case count < 0:
+			count = p.Count
+		case p.Count != count:
+			return all, &IncompleteError{Location: location, Read: len(all), Count: count, Err: ErrListChanged}
+		}
+		if len(p.Items) == 0 && start < count {
+			return all, &IncompleteError{Location: location, Read: len(all), Count: count,
+				Err: fmt.Errorf("the page at offset %d came back empty: %w", start, ErrListChanged)}
+		}
+		for _, v := range p.Items {
+			if !seen[v.ID] {
+				seen[v.ID] = true
+				all = append(all, v)
+			}
+		}
+	}
+	if len(all) != count {
+		return all, &IncompleteError{Location: location, Read: len(all), Count: count, Err: ErrListChanged}
+	}
+	return all, nil
+}

@@ -1,0 +1,226 @@
+package gpucheck_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capx-io/capx/internal/gpucheck"
+	"github.com/capx-io/capx/internal/gpucheck/gpuchecktest"
+	"github.com/capx-io/capx/internal/vco"
+	"github.com/capx-io/capx/internal/vco/vcosim"
+)
+
+func scan(t *testing.T, f *gpuchecktest.Fixture, withCluster bool, locations ...string) (*gpucheck.Report, error) {
+	t.Helper()
+	s := &gpucheck.Scanner{Platform: f.Client, PageSize: 100}
+	if withCluster {
+		owners, err := f.Cluster.Owners(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Owners = owners
+	}
+	return s.Scan(context.Background(), locations)
+}
+
+func byID(rep *gpucheck.Report) map[string]gpucheck.Finding {
+	out := map[string]gpucheck.Finding{}
+	for _, f := range rep.Findings {
+		out[f.ID] = f
+	}
+	return out
+}
+
+// TestScanClassifies: every hand-made case gets its class, with and without the management
+// cluster, and Loc2's 1,250 reservations are all read through 13 pages.
+func TestScanClassifies(t *testing.T) {
+	f := gpuchecktest.Seed(t, true)
+	for _, withCluster := range []bool{true, false} {
+		t.Run(fmt.Sprintf("cluster=%v", withCluster), func(t *testing.T) {
+			rep, err := scan(t, f, withCluster)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rep.Complete || len(rep.Locations) != 2 || rep.OwnershipChecked != withCluster {
+				t.Fatalf("locations %+v, ownership checked %v", rep.Locations, rep.OwnershipChecked)
+			}
+			got := byID(rep)
+			wantOrphans := 0
+			for _, c := range gpuchecktest.Cases {
+				fd, ok := got[f.IDs[c.Label]]
+				want := c.Want
+				if !withCluster {
+					want = c.WantUnverified
+				}
+				if !ok || fd.Class != want {
+					t.Errorf("%s (%q): class %q (%s), want %q", c.Label, c.Name, fd.Class, fd.Reason, want)
+					continue
+				}
+				if withCluster && fd.Releasable != c.Releasable {
+					t.Errorf("%s: releasable %v, want %v", c.Label, fd.Releasable, c.Releasable)
+				}
+				if fd.Releasable && fd.Attached() {
+					t.Errorf("%s: an attached reservation is releasable", c.Label)
+				}
+				if fd.Orphan {
+					wantOrphans++
+				}
+				if (fd.Class == gpucheck.RecycleBin) != (fd.BilledInRecycleBin != nil) {
+					t.Errorf("%s: billed duration %v for class %s", c.Label, fd.BilledInRecycleBin, fd.Class)
+				}
+			}
+			for _, id := range f.BulkOrphanIDs {
+				want := gpucheck.Orphaned
+				if !withCluster {
+					want = gpucheck.Unverified
+				}
+				if fd := got[id]; fd.Class != want || !fd.Orphan || fd.Location != gpuchecktest.Loc2 {
+					t.Fatalf("bulk orphan %s: %+v", id, fd)
+				}
+			}
+			wantOrphans += gpuchecktest.BulkOrphans
+			total := len(gpuchecktest.Cases) + gpuchecktest.BulkOrphans + gpuchecktest.BulkForeign
+			if rep.Summary.Reservations != total || rep.Summary.Orphans != wantOrphans || len(rep.Orphans()) != wantOrphans {
+				t.Fatalf("summary %+v, want %d reservations and %d orphans", rep.Summary, total, wantOrphans)
+			}
+			for _, l := range rep.Locations {
+				if l.Location == gpuchecktest.Loc2 && l.Reservations != gpuchecktest.BulkOrphans+gpuchecktest.BulkForeign {
+					t.Fatalf("%s read %d reservations", l.Location, l.Reservations)
+				}
+			}
+		})
+	}
+}
+
+// TestScanExactReasons pins the reasons an operator reads.
+func TestScanExactReasons(t *testing.T) {
+	f := gpuchecktest.Seed(t, false)
+	rep, err := scan(t, f, true, gpuchecktest.Loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := byID(rep)
+	for label, want := range map[string]string{
+		"orphan-machine-gone":    "VCOMachine ns/m9 no longer exists",
+		"orphan-cluster-gone":    "cluster old/gone no longer exists",
+		"attached-orphan":        "attached to VM m8-old (",
+		"attached-foreign-vm":    "but VCOMachine ns/m1 runs VM",
+		"owned-machine-deleting": "being deleted",
+		"recycle-bin":            "in the recycle bin and still billed",
+	} {
+		if r := got[f.IDs[label]].Reason; !strings.Contains(r, want) {
+			t.Errorf("%s: reason %q lacks %q", label, r, want)
+		}
+	}
+}
+
+// flaky wraps the platform to change the account while it is being listed.
+type flaky struct {
+	gpucheck.Platform
+	onPage func(n int)
+	n      int
+}
+
+func (p *flaky) ListVGPUs(ctx context.Context, location string, opts vco.ListVGPUsOptions) (vco.VGPUPage, error) {
+	p.n++
+	if p.onPage != nil {
+		p.onPage(p.n)
+	}
+	return p.Platform.ListVGPUs(ctx, location, opts)
+}
+
+// TestScanNeverConcludesFromAnIncompleteList: every way a listing can fail leaves the
+// location incomplete and the scan in error, whatever was read before.
+func TestScanNeverConcludesFromAnIncompleteList(t *testing.T) {
+	const route = "GET /customers/{customer_id}/locations/{location}/vgpus"
+	cases := []struct {
+		name   string
+		faults func(f *gpuchecktest.Fixture)
+		wrap   func(f *gpuchecktest.Fixture, p gpucheck.Platform) gpucheck.Platform
+		want   error
+		text   string
+	}{
+		{name: "403", want: vco.ErrForbidden, text: "403 Forbidden",
+			faults: func(f *gpuchecktest.Fixture) {
+				f.Sim.Faults().Add(vcosim.Fault{Route: route, Status: 403, Message: "Forbidden: no read grant"})
+			}},
+		{name: "500 on the third page", want: vco.ErrServer, text: "stopped after 200 of 1250",
+			faults: func(f *gpuchecktest.Fixture) {
+				f.Sim.Faults().Script(route, vcosim.Fault{}, vcosim.Fault{}, vcosim.Fault{Status: 500})
+			}},
+		{name: "503 until retries run out", want: vco.ErrUnavailable, text: "503",
+			faults: func(f *gpuchecktest.Fixture) { f.Sim.Faults().Add(vcosim.Fault{Route: route, Status: 503}) }},
+		{name: "timeout mid-listing", want: vco.ErrUnavailable, text: "stopped after 100 of 1250",
+			faults: func(f *gpuchecktest.Fixture) {
+				f.Sim.Faults().Script(route, vcosim.Fault{}, vcosim.Fault{Timeout: true, Hang: 10 * time.Second},
+					vcosim.Fault{Timeout: true, Hang: 10 * time.Second}, vcosim.Fault{Timeout: true, Hang: 10 * time.Second})
+			}},
+		{name: "reservations keep changing", want: gpucheck.ErrListChanged, text: "changed while they were read",
+			wrap: func(f *gpuchecktest.Fixture, p gpucheck.Platform) gpucheck.Platform {
+				return &flaky{Platform: p, onPage: func(n int) {
+					if n%2 == 0 {
+						_, _ = f.Sim.ReserveVGPUs(vcosim.SeedCustomer, gpuchecktest.Loc2, vcosim.SeedStubGPUProfile, "capvco_x_y_z_gpu_0")
+					}
+				}}
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := gpuchecktest.Seed(t, true)
+			opts := gpuchecktest.ClientOptions()
+			opts.Timeout = 200 * time.Millisecond
+			c, err := vco.New(f.Creds, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p gpucheck.Platform = c
+			if tc.wrap != nil {
+				p = tc.wrap(f, p)
+			}
+			if tc.faults != nil {
+				tc.faults(f)
+			}
+			owners, _ := f.Cluster.Owners(context.Background())
+			rep, err := (&gpucheck.Scanner{Platform: p, Owners: owners, PageSize: 100}).Scan(context.Background(), []string{gpuchecktest.Loc2})
+			var inc *gpucheck.IncompleteError
+			if !errors.As(err, &inc) || !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.text) {
+				t.Fatalf("err = %v, want an IncompleteError wrapping %v saying %q", err, tc.want, tc.text)
+			}
+			if rep.Complete || rep.Locations[0].Error == "" {
+				t.Fatalf("the report claims a complete listing: %+v", rep.Locations)
+			}
+		})
+	}
+}
+
+// TestScanRereadsAListThatChangedOnce: one change during the listing is absorbed by reading
+// the location again.
+func TestScanRereadsAListThatChangedOnce(t *testing.T) {
+	f := gpuchecktest.Seed(t, true)
+	p := &flaky{Platform: f.Client}
+	p.onPage = func(n int) {
+		if n == 3 {
+			_, _ = f.Sim.ReserveVGPUs(vcosim.SeedCustomer, gpuchecktest.Loc2, vcosim.SeedStubGPUProfile, "capvco_late_c_m_gpu_0")
+		}
+	}
+	rep, err := (&gpucheck.Scanner{Platform: p, PageSize: 100}).Scan(context.Background(), []string{gpuchecktest.Loc2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := gpuchecktest.BulkOrphans + gpuchecktest.BulkForeign + 1; rep.Summary.Reservations != want {
+		t.Fatalf("read %d reservations, want %d", rep.Summary.Reservations, want)
+	}
+}
+
+func TestScanLocationsFail(t *testing.T) {
+	f := gpuchecktest.Seed(t, false)
+	f.Sim.Faults().Add(vcosim.Fault{Route: "GET /customers/{customer_id}/locations", Status: 500})
+	rep, err := (&gpucheck.Scanner{Platform: f.Client}).Scan(context.Background(), nil)
+	if !errors.Is(err, vco.ErrServer) || !strings.Contains(err.Error(), "listing the customer's locations") || rep.Complete {
+		t.Fatalf("err %v, locations %+v", err, rep.Locations)
+	}
+}
