@@ -1,7 +1,6 @@
 package manager
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/capx-io/capx/internal/cli/cmdutil"
 	"github.com/capx-io/capx/internal/version"
 )
 
@@ -74,31 +74,7 @@ or in a YAML file given with --config.`,
 	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
 	v.AutomaticEnv()
 
-	cmd.AddCommand(newVersionCommand())
+	cmd.AddCommand(cmdutil.NewCmdVersion(nil, "manager", nil))
 	cmd.AddCommand(extra...)
-	return cmd
-}
-
-func newVersionCommand() *cobra.Command {
-	var output string
-	cmd := &cobra.Command{
-		Use:   "version",
-		Short: "Print the manager's version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			info := version.Get()
-			switch output {
-			case "json":
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(info)
-			case "", "text":
-				_, err := fmt.Fprintln(cmd.OutOrStdout(), info.String())
-				return err
-			}
-			return fmt.Errorf("-o %s: use text or json", output)
-		},
-	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "Output format: text or json.")
 	return cmd
 }

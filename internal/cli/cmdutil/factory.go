@@ -1,0 +1,122 @@
+package cmdutil
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	// Cloud and exec auth providers, so every kubeconfig kubectl accepts works here too.
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
+
+	"github.com/capx-io/capx/internal/scheme"
+	"github.com/capx-io/capx/internal/version"
+)
+
+// Factory hands commands their dependencies. Every function field builds its value on first
+// call and caches it, so a command that never calls them (--help, completion, version
+// --client) never reads a kubeconfig or contacts a cluster. Tests replace the fields.
+type Factory struct {
+	// IO are the streams.
+	IO *IOStreams
+	// ConfigFlags are kubectl's global flags (nil in tests that set the functions directly).
+	ConfigFlags *genericclioptions.ConfigFlags
+	// Color is --color.
+	Color ColorMode
+	// Name is the binary's name as a user types it ("kubectl captf"): messages that name a
+	// command use it.
+	Name string
+
+	// RESTConfig is the kubeconfig's client configuration.
+	RESTConfig func() (*rest.Config, error)
+	// Client is a controller-runtime client with the toolkit's scheme.
+	Client func() (client.WithWatch, error)
+	// Kubernetes is a clientset, for what the typed client does not do (pod logs,
+	// SelfSubjectReview).
+	Kubernetes func() (kubernetes.Interface, error)
+	// Namespace is -n, else the kubeconfig context's namespace, else "default".
+	Namespace func() (string, error)
+}
+
+// NewFactory returns a factory over kubectl's global flags; name is how the user invokes the
+// binary ("kubectl captf").
+func NewFactory(streams *IOStreams, name string) *Factory {
+	flags := genericclioptions.NewConfigFlags(true)
+	f := &Factory{IO: streams, ConfigFlags: flags, Color: ColorAuto, Name: name}
+	userAgent := fmt.Sprintf("%s/%s", name, version.Get().Version)
+	f.RESTConfig = sync.OnceValues(func() (*rest.Config, error) {
+		cfg, err := flags.ToRESTConfig()
+		if err != nil {
+			return nil, kubeconfigError(err)
+		}
+		cfg = rest.CopyConfig(cfg)
+		cfg.UserAgent = userAgent
+		// A CLI talks to the API server in bursts (status lists every kind at once).
+		cfg.QPS, cfg.Burst = 50, 100
+		return cfg, nil
+	})
+	f.Client = sync.OnceValues(func() (client.WithWatch, error) {
+		cfg, err := f.RESTConfig()
+		if err != nil {
+			return nil, err
+		}
+		return client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
+	})
+	f.Kubernetes = sync.OnceValues(func() (kubernetes.Interface, error) {
+		cfg, err := f.RESTConfig()
+		if err != nil {
+			return nil, err
+		}
+		return kubernetes.NewForConfig(cfg)
+	})
+	f.Namespace = sync.OnceValues(func() (string, error) {
+		ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
+		if err != nil {
+			return "", kubeconfigError(err)
+		}
+		return ns, nil
+	})
+	return f
+}
+
+func kubeconfigError(err error) error {
+	return fmt.Errorf("load the kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config): %w", err)
+}
+
+// Styles returns the styles for f.IO.Out under --color.
+func (f *Factory) Styles() *Styles { return NewStyles(f.IO.Out, f.Color.Enabled(f.IO.OutTTY)) }
+
+// ErrStyles returns the styles for f.IO.ErrOut under --color.
+func (f *Factory) ErrStyles() *Styles { return NewStyles(f.IO.ErrOut, f.Color.Enabled(f.IO.ErrTTY)) }
+
+// NewTestFactory returns a factory whose clients are c and cs and whose namespace is ns; any
+// may be nil, and calling a nil one fails the command.
+func NewTestFactory(streams *IOStreams, name string, cfg *rest.Config, c client.WithWatch, cs kubernetes.Interface, ns string) *Factory {
+	noClient := errors.New("no client in this test")
+	return &Factory{
+		IO: streams, Color: ColorAuto, Name: name,
+		RESTConfig: func() (*rest.Config, error) {
+			if cfg == nil {
+				return nil, noClient
+			}
+			return cfg, nil
+		},
+		Client: func() (client.WithWatch, error) {
+			if c == nil {
+				return nil, noClient
+			}
+			return c, nil
+		},
+		Kubernetes: func() (kubernetes.Interface, error) {
+			if cs == nil {
+				return nil, noClient
+			}
+			return cs, nil
+		},
+		Namespace: func() (string, error) { return ns, nil },
+	}
+}
