@@ -170,7 +170,8 @@ type MachinePoolInputs struct {
 	KubernetesVersion string
 	// NodeLabels are MachinePool.spec.template.metadata.labels; nil renders {}.
 	NodeLabels map[string]string
-	// Autoscaling bounds; nil renders null.
+	// Autoscaling bounds; nil renders {enabled = false, min = 0, max = 0}, as the public
+	// contract does: pool modules read var.autoscaling.enabled without a null check.
 	Autoscaling *Autoscaling
 }
 
@@ -352,7 +353,11 @@ func roleValues(role contract.Role, src Source) (map[string]any, error) {
 			labels = map[string]string{}
 		}
 		v["node_labels"] = labels
-		v[inputAutoscaling] = orNull(p.Autoscaling)
+		autoscaling := Autoscaling{}
+		if p.Autoscaling != nil {
+			autoscaling = *p.Autoscaling
+		}
+		v[inputAutoscaling] = autoscaling
 	default:
 		return nil, fmt.Errorf("inputs: render %s %s/%s: the %s role's inputs are not set", o.Kind, o.Namespace, o.Name, role)
 	}

@@ -214,7 +214,7 @@ func TestRenderRoleValues(t *testing.T) {
 	g.Expect(json.Unmarshal(r.TFVars, &vars)).To(Succeed())
 	g.Expect(vars["failure_domains"]).To(Equal([]any{}), "nil renders an empty list")
 	g.Expect(vars["captf_cluster_outputs"]).To(Equal(map[string]any{}), "no exports render {}")
-	g.Expect(vars["autoscaling"]).To(BeNil())
+	g.Expect(vars["autoscaling"]).To(Equal(map[string]any{"enabled": false, "min": 0.0, "max": 0.0}), "off is not null: modules read .enabled")
 
 	cluster := srcs[contract.RoleCluster]
 	cluster.Cluster.ClusterNetwork = ClusterNetworkOf(clusterv1.ClusterNetwork{})

@@ -2,7 +2,9 @@
 # outputs, so `tofu init` needs no provider and the module runs in a scratch image.
 
 locals {
-  replicas        = var.replicas == null ? 0 : var.replicas
+  requested = var.replicas == null ? 0 : var.replicas
+  # As public pool modules do: the contract always passes autoscaling, {enabled = false, ...} when off.
+  replicas        = var.autoscaling.enabled ? min(max(local.requested, var.autoscaling.min), var.autoscaling.max) : local.requested
   failure_domains = length(var.failure_domains) > 0 ? var.failure_domains : var.cluster_failure_domains
 }
 
@@ -31,7 +33,7 @@ resource "terraform_data" "instance" {
 
 check "autoscaling" {
   assert {
-    condition     = var.autoscaling == null || try(var.autoscaling.min <= var.autoscaling.max, false)
+    condition     = !var.autoscaling.enabled || var.autoscaling.min <= var.autoscaling.max
     error_message = "autoscaling.min must not exceed autoscaling.max."
   }
 }

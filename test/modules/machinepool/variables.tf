@@ -87,9 +87,8 @@ variable "node_labels" {
 }
 
 variable "autoscaling" {
-  description = "Autoscaler bounds, or null."
+  description = "Autoscaler bounds: {enabled = false, min = 0, max = 0} when the pool does not autoscale."
   type        = object({ enabled = bool, min = number, max = number })
-  default     = null
 }
 
 # User variables: every one has a default, as the contract advises.
