@@ -151,6 +151,23 @@ const (
 	// WaitingForEndpointReason: neither the user nor the module set an endpoint yet.
 	WaitingForEndpointReason = "WaitingForEndpoint"
 
+	// AutoscalingActiveCondition (pools) is True while the module's own autoscaling owns the
+	// pool's replicas: the MachinePool carries both autoscaler size annotations and its
+	// cluster.x-k8s.io/replicas-managed-by names CAPTF, which copies the observed replicas back
+	// into MachinePool.spec.replicas. Never part of Ready.
+	AutoscalingActiveCondition = "AutoscalingActive"
+	// ReplicasManagedByModuleReason: the module scales the pool within the annotated bounds.
+	ReplicasManagedByModuleReason = "ReplicasManagedByModule"
+	// AutoscalingDisabledReason: the MachinePool has no autoscaler size annotations;
+	// MachinePool.spec.replicas is the pool's size.
+	AutoscalingDisabledReason = "AutoscalingDisabled"
+	// AutoscalingAnnotationsInvalidReason: the size annotations are not both integers with
+	// 0 <= min <= max; autoscaling stays off until they are.
+	AutoscalingAnnotationsInvalidReason = "AutoscalingAnnotationsInvalid"
+	// ReplicasManagedExternallyReason: cluster.x-k8s.io/replicas-managed-by names another
+	// manager; CAPTF renders MachinePool.spec.replicas and never writes it.
+	ReplicasManagedExternallyReason = "ReplicasManagedExternally"
+
 	// ApprovedCondition on a TerraformPlan says whether it is approved.
 	ApprovedCondition = "Approved"
 	// PlanApprovedReason: spec.approved is true.

@@ -50,6 +50,13 @@ type TerraformMachinePoolStatus struct {
 
 	WorkspaceStatus `json:",inline"`
 
+	// ready is true once the pool is provisioned, and stays true (latched with
+	// initialization.provisioned). It is the InfraMachinePool signal of the v1beta1 contract,
+	// kept because Cluster API's MachinePool controller (v1.14) still reads status.ready, not
+	// initialization.provisioned, before it copies spec.providerIDList and status.replicas.
+	// +optional
+	Ready bool `json:"ready"`
+
 	// replicas is the module's replicas output: the observed desired capacity.
 	// +optional
 	Replicas int32 `json:"replicas"`

@@ -91,6 +91,7 @@ type pass[T capi.Object] struct {
 	stored     *inputs.Stored
 	inputsWait string
 	inputsErr  error
+	scaling    *poolScaling // pools: who sizes the pool
 	// decide
 	decision    decide.Decision
 	pendingPlan *captfv1.TerraformPlan

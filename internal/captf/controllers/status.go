@@ -21,6 +21,7 @@ var ownedConditions = []string{
 	captfv1.DependenciesReadyCondition, captfv1.ApplyJobSucceededCondition, captfv1.StateReadableCondition,
 	captfv1.OutputsValidCondition, captfv1.InfrastructureHealthyCondition, captfv1.DriftDetectedCondition,
 	captfv1.RestoreJobSucceededCondition, captfv1.DeletionBlockedCondition, captfv1.EndpointAvailableCondition,
+	captfv1.AutoscalingActiveCondition,
 }
 
 // updateStatus computes every condition from what the pass observed, then the Ready summary.
@@ -84,6 +85,9 @@ func updateStatus[T capi.Object](p *pass[T], mutable bool) {
 		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, "Held: "+stateLostMessage)
 	case p.decision.Reason == captfv1.DurableInputsMissingReason:
 		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, "Held: "+durableInputsMissingMessage)
+	}
+	if pool, ok := any(p).(*pass[*captfv1.TerraformMachinePool]); ok {
+		setPoolStatus(pool)
 	}
 	setReady(p, mutable)
 }
