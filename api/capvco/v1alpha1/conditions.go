@@ -17,17 +17,24 @@ const (
 
 	// CloudspaceReadyCondition reports the cloudspaces of every site.
 	CloudspaceReadyCondition = "CloudspaceReady"
-	// LoadBalancerReadyCondition reports the control-plane load balancer.
+	// LoadBalancerReadyCondition reports the control-plane load balancer and its server pool.
 	LoadBalancerReadyCondition = "LoadBalancerReady"
 	// DNSReadyCondition reports the control-plane DNS record.
 	DNSReadyCondition = "DNSReady"
 	// GeoMeshReadyCondition reports the connected cloudspaces between sites.
 	GeoMeshReadyCondition = "GeoMeshReady"
+	// LocationImagesReadyCondition reports whether every site's location has an image in
+	// spec.geo.locationImages (images are per location and do not travel).
+	LocationImagesReadyCondition = "LocationImagesReady"
 
 	// VMReadyCondition reports the machine's VM.
 	VMReadyCondition = "VMReady"
 	// GPUsReadyCondition reports the machine's vGPU reservations.
 	GPUsReadyCondition = "GPUsReady"
+
+	// CapacityPublishedCondition (VCOMachineTemplate) reports whether the cluster-autoscaler
+	// scale-from-zero annotations describe the machines completely.
+	CapacityPublishedCondition = "CapacityPublished"
 
 	// ProvisionedReason: the resource exists and is usable.
 	ProvisionedReason = "Provisioned"
@@ -41,8 +48,27 @@ const (
 	WaitingForBootstrapDataReason = "WaitingForBootstrapData"
 	// DeletingReason: the resource is being torn down.
 	DeletingReason = "Deleting"
+	// NotFoundReason: the resource was recorded in status but the platform no longer has it
+	// (deleted out of band). It is reported and never silently recreated.
+	NotFoundReason = "NotFound"
+	// LocationImageMissingReason: a site's location has no entry in spec.geo.locationImages.
+	LocationImageMissingReason = "LocationImageMissing"
+	// ConnectingReason: a connected-cloudspace link exists but its tunnel is not up yet.
+	ConnectingReason = "Connecting"
+	// NotRequestedReason: the spec does not ask for this (no dns, a single site, no gpu).
+	NotRequestedReason = "NotRequested"
+	// CapacityPublishedReason: every scale-from-zero annotation is set.
+	CapacityPublishedReason = "CapacityPublished"
+	// GPUProfilePinnedReason: spec.gpu.profileId pins a profile, which does not name a vendor,
+	// so the GPU is left out of the published capacity.
+	GPUProfilePinnedReason = "GPUProfilePinned"
+	// GPUVendorUnsupportedReason: the vendor's device plugin does not ship yet, so the GPU is
+	// left out of the published capacity.
+	GPUVendorUnsupportedReason = "GPUVendorUnsupported"
 
 	// AdoptedLiveCloudspaceEvent is the Warning event emitted when a cloudspace adopted by name
 	// already ran VMs: two VCOClusters may be managing the same infrastructure.
 	AdoptedLiveCloudspaceEvent = "AdoptedLiveCloudspace"
+	// VMNotFoundEvent is the Warning event emitted when a machine's VM disappeared out of band.
+	VMNotFoundEvent = "VMNotFound"
 )

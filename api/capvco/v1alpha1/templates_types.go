@@ -60,15 +60,34 @@ type VCOMachineTemplateResource struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=vcomachinetemplates,scope=Namespaced,categories=cluster-api;capvco
+// +kubebuilder:subresource:status
 // +kubebuilder:storageversion
 
-// VCOMachineTemplate is a template for VCOMachines.
+// VCOMachineTemplate is a template for VCOMachines. The controller publishes its machines'
+// capacity as cluster-autoscaler scale-from-zero annotations.
 type VCOMachineTemplate struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec VCOMachineTemplateSpec `json:"spec,omitempty"`
+	Spec   VCOMachineTemplateSpec   `json:"spec,omitempty"`
+	Status VCOMachineTemplateStatus `json:"status,omitempty"`
 }
+
+// VCOMachineTemplateStatus is the observed state of a VCOMachineTemplate.
+type VCOMachineTemplateStatus struct {
+	// conditions: CapacityPublished says whether the scale-from-zero annotations are complete.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// GetConditions returns the conditions (CAPI's conditions.Getter).
+func (t *VCOMachineTemplate) GetConditions() []metav1.Condition { return t.Status.Conditions }
+
+// SetConditions sets the conditions (CAPI's conditions.Setter).
+func (t *VCOMachineTemplate) SetConditions(conds []metav1.Condition) { t.Status.Conditions = conds }
 
 // +kubebuilder:object:root=true
 

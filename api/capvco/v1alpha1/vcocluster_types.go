@@ -111,9 +111,10 @@ type DNSSpec struct {
 
 // GeoSpec spreads a cluster over several sites.
 // +kubebuilder:validation:XValidation:rule="self.sites.all(s, self.sites.exists_one(o, o.name == s.name))",message="site names must be unique"
+// +kubebuilder:validation:XValidation:rule="self.sites.all(s, s.name != 'primary')",message="site name primary is taken: it names the site in spec.location"
 type GeoSpec struct {
-	// sites of the cluster besides the primary one (which is spec.location). Each becomes a
-	// failure domain with its own cloudspace.
+	// sites of the cluster besides the primary one (which is spec.location and is named
+	// "primary"). Each becomes a failure domain with its own cloudspace.
 	// +required
 	// +listType=atomic
 	// +kubebuilder:validation:MinItems=1
@@ -215,6 +216,10 @@ type VCOClusterStatus struct {
 	// +optional
 	LoadBalancer *LoadBalancerStatus `json:"loadBalancer,omitempty"`
 
+	// dns is the control-plane endpoint's DNS record, when spec.dns is set.
+	// +optional
+	DNS *DNSStatus `json:"dns,omitempty"`
+
 	// observedGeneration is the generation the status was computed from.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -254,6 +259,17 @@ type LoadBalancerStatus struct {
 	// +optional
 	// +listType=atomic
 	Members []string `json:"members,omitempty"`
+}
+
+// DNSStatus is the control-plane endpoint's A record.
+type DNSStatus struct {
+	// name of the record.
+	Name string `json:"name"`
+	// published is true once the platform has the record.
+	Published bool `json:"published"`
+	// ttlSeconds is the record's TTL: the platform fixes it at 3600 s with no override, so a
+	// client may keep a stale address for up to an hour after a failover to another site.
+	TTLSeconds int32 `json:"ttlSeconds"`
 }
 
 // InitializationStatus reports the CAPI contract's initialization.

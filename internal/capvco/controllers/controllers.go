@@ -1,16 +1,26 @@
 // Package controllers wires the CAPVCO kinds into the shared CAPI plumbing (internal/capi). Each
-// kind's provider writes only its own phases; the checklist (owners, pause, finalizer, the single
-// patch, delete or normal) is internal/capi's.
+// kind's provider writes only its own phases (cluster.go, machine.go); decisions live in
+// internal/capvco/decide, platform calls in the service packages (cloudspace, loadbalancer, dns,
+// geo, vm, gpu), and status comes from the pure setters in status.go.
 package controllers
 
 import (
 	"context"
+	"fmt"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 	"github.com/capx-io/capx/internal/capi"
+	"github.com/capx-io/capx/internal/capvco/dns"
+	"github.com/capx-io/capx/internal/capvco/health"
+	"github.com/capx-io/capx/internal/capvco/platform"
+	"github.com/capx-io/capx/internal/vco"
 )
 
 // Options configure the CAPVCO controllers.
@@ -19,23 +29,58 @@ type Options struct {
 	WatchFilter string
 	// ClusterConcurrency and MachineConcurrency cap concurrent reconciles per kind.
 	ClusterConcurrency, MachineConcurrency int
+	// Platform turns credential Secrets into whitesky.cloud clients; nil means the real
+	// client (vco.NewFactory). Tests point it at an in-process simulator.
+	Platform platform.Factory
+	// Prober checks control-plane API servers for load-balancer membership; nil means a TLS
+	// handshake with <address>:6443.
+	Prober health.Prober
 }
 
 // Setup registers the CAPVCO controllers with the manager.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	if opts.Platform == nil {
+		opts.Platform = platform.VCOFactory{Factory: vco.NewFactory(vco.Options{Logger: mgr.GetLogger().WithName("vco")})}
+	}
+	if opts.Prober == nil {
+		opts.Prober = health.TLSProber{}
+	}
 	c := mgr.GetClient()
+	dnsDone := make(chan event.GenericEvent, 64)
+	cp := &clusterProvider{
+		client: c, platform: opts.Platform, prober: opts.Prober, dns: dns.NewWriter(),
+		recorder: mgr.GetEventRecorderFor("vcocluster-controller"), dnsDone: dnsDone,
+	}
 	if err := (&capi.Reconciler[*capvcov1.VCOCluster]{
 		Client: c, Role: capi.InfraCluster, Finalizer: capvcov1.VCOClusterFinalizer,
-		New:      func() *capvcov1.VCOCluster { return &capvcov1.VCOCluster{} },
-		NewList:  func() client.ObjectList { return &capvcov1.VCOClusterList{} },
-		Provider: capi.PlumbingOnly[*capvcov1.VCOCluster]{},
-	}).SetupWithManager(ctx, mgr, capi.SetupOptions{WatchFilter: opts.WatchFilter, Concurrency: opts.ClusterConcurrency}); err != nil {
-		return err
+		New:             func() *capvcov1.VCOCluster { return &capvcov1.VCOCluster{} },
+		NewList:         func() client.ObjectList { return &capvcov1.VCOClusterList{} },
+		Provider:        cp,
+		OwnedConditions: clusterConditions,
+	}).SetupWithManager(ctx, mgr, capi.SetupOptions{
+		WatchFilter: opts.WatchFilter, Concurrency: opts.ClusterConcurrency,
+		Extra: func(b *builder.Builder) *builder.Builder {
+			return b.
+				Watches(&capvcov1.VCOMachine{}, handler.EnqueueRequestsFromMapFunc(machinesToCluster(c))).
+				WatchesRawSource(source.Channel(dnsDone, &handler.EnqueueRequestForObject{}))
+		},
+	}); err != nil {
+		return fmt.Errorf("VCOCluster controller: %w", err)
 	}
-	return (&capi.Reconciler[*capvcov1.VCOMachine]{
+	mp := &machineProvider{client: c, platform: opts.Platform, recorder: mgr.GetEventRecorderFor("vcomachine-controller")}
+	if err := (&capi.Reconciler[*capvcov1.VCOMachine]{
 		Client: c, Role: capi.InfraMachine, Finalizer: capvcov1.VCOMachineFinalizer,
-		New:      func() *capvcov1.VCOMachine { return &capvcov1.VCOMachine{} },
-		NewList:  func() client.ObjectList { return &capvcov1.VCOMachineList{} },
-		Provider: capi.PlumbingOnly[*capvcov1.VCOMachine]{},
-	}).SetupWithManager(ctx, mgr, capi.SetupOptions{WatchFilter: opts.WatchFilter, Concurrency: opts.MachineConcurrency})
+		New:             func() *capvcov1.VCOMachine { return &capvcov1.VCOMachine{} },
+		NewList:         func() client.ObjectList { return &capvcov1.VCOMachineList{} },
+		Provider:        mp,
+		OwnedConditions: machineConditions,
+	}).SetupWithManager(ctx, mgr, capi.SetupOptions{
+		WatchFilter: opts.WatchFilter, Concurrency: opts.MachineConcurrency,
+		Extra: func(b *builder.Builder) *builder.Builder {
+			return b.Watches(&capvcov1.VCOCluster{}, handler.EnqueueRequestsFromMapFunc(clusterToMachines(c)))
+		},
+	}); err != nil {
+		return fmt.Errorf("VCOMachine controller: %w", err)
+	}
+	return (&templateReconciler{client: c}).setup(mgr)
 }

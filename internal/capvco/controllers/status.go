@@ -1,0 +1,334 @@
+package controllers
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+
+	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
+	"github.com/capx-io/capx/internal/capi"
+	"github.com/capx-io/capx/internal/capvco/decide"
+	"github.com/capx-io/capx/internal/capvco/dns"
+	"github.com/capx-io/capx/internal/capvco/names"
+	"github.com/capx-io/capx/internal/capvco/platform"
+	"github.com/capx-io/capx/internal/capvco/vm"
+	"github.com/capx-io/capx/internal/vco"
+)
+
+// Pure setters: they turn what a reconcile observed into status, and make no calls.
+
+var clusterConditions = []string{
+	capvcov1.CredentialsReadyCondition, capvcov1.CloudspaceReadyCondition, capvcov1.LoadBalancerReadyCondition,
+	capvcov1.DNSReadyCondition, capvcov1.GeoMeshReadyCondition, capvcov1.LocationImagesReadyCondition,
+}
+
+var machineConditions = []string{capvcov1.CredentialsReadyCondition, capvcov1.VMReadyCondition, capvcov1.GPUsReadyCondition}
+
+var shared = []string{clusterv1.DeletingCondition, clusterv1.PausedCondition}
+
+func set(obj capi.Object, typ string, status metav1.ConditionStatus, reason, msg string) {
+	conditions.Set(obj, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: obj.GetGeneration()})
+}
+
+func setCredentials(obj capi.Object, err error) {
+	switch {
+	case err == nil:
+		set(obj, capvcov1.CredentialsReadyCondition, metav1.ConditionTrue, capvcov1.CredentialsReadyReason, "")
+	case errors.Is(err, platform.ErrCredentialsNotFound):
+		set(obj, capvcov1.CredentialsReadyCondition, metav1.ConditionFalse, capvcov1.CredentialsNotFoundReason,
+			err.Error()+": create it with the keys url, customer and jwt (or clientID, clientSecret and iamURL)")
+	default:
+		set(obj, capvcov1.CredentialsReadyCondition, metav1.ConditionFalse, capvcov1.CredentialsInvalidReason, err.Error())
+	}
+}
+
+// setClusterStatus computes the VCOCluster's conditions, Ready and provisioned.
+func setClusterStatus(vc *capvcov1.VCOCluster, obs *clusterObserved) {
+	if obs == nil {
+		return
+	}
+	if obs.teardownActive {
+		t := obs.teardown
+		set(vc, clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, t.message())
+		if obs.credentials != nil {
+			setCredentials(vc, obs.credentials)
+		}
+		capi.SetReady(vc, append(slices.Clone(clusterConditions), shared...), shared)
+		return
+	}
+	setCredentials(vc, obs.credentials)
+	waiting := func(typ, what string) {
+		set(vc, typ, metav1.ConditionUnknown, capvcov1.ProvisioningReason, "waits for "+what)
+	}
+	if obs.credentials != nil {
+		for _, t := range clusterConditions[1:] {
+			conditions.Delete(vc, t)
+		}
+		waiting(capvcov1.CloudspaceReadyCondition, "usable credentials")
+	} else {
+		setCloudspaceCondition(vc, obs)
+	}
+	geoCluster := len(decide.Sites(vc.Spec)) > 1
+	switch {
+	case obs.lbErr != nil:
+		set(vc, capvcov1.LoadBalancerReadyCondition, metav1.ConditionFalse, capvcov1.ProvisioningFailedReason, obs.lbErr.Error())
+	case obs.lbDone && vc.Status.LoadBalancer != nil:
+		msg := "no control-plane API server answers yet, so the server pool is empty"
+		if m := vc.Status.LoadBalancer.Members; len(m) > 0 {
+			msg = "server pool members (API servers that answer): " + strings.Join(m, ", ")
+		}
+		if obs.membersErr != nil {
+			msg += "; updating the members failed: " + obs.membersErr.Error()
+		}
+		set(vc, capvcov1.LoadBalancerReadyCondition, metav1.ConditionTrue, capvcov1.ProvisionedReason,
+			fmt.Sprintf("%s:%d; %s", vc.Status.LoadBalancer.Address, lbPort(vc), msg))
+	default:
+		waiting(capvcov1.LoadBalancerReadyCondition, "the primary site's cloudspace")
+	}
+	switch {
+	case vc.Spec.DNS == nil:
+		conditions.Delete(vc, capvcov1.DNSReadyCondition)
+		vc.Status.DNS = nil
+	case obs.dnsErr != nil:
+		set(vc, capvcov1.DNSReadyCondition, metav1.ConditionFalse, capvcov1.ProvisioningFailedReason, obs.dnsErr.Error())
+	case obs.dnsProgress == nil:
+		waiting(capvcov1.DNSReadyCondition, "the load balancer")
+	case obs.dnsProgress.Done:
+		set(vc, capvcov1.DNSReadyCondition, metav1.ConditionTrue, capvcov1.ProvisionedReason,
+			fmt.Sprintf("A record %s published with the platform's fixed TTL of %d s: after a failover to another site's address, clients may keep the old one for up to an hour", vc.Spec.DNS.Name, dns.TTLSeconds))
+	default:
+		msg := fmt.Sprintf("writing the A record %s in the background (a platform DNS write takes about 30 s)", vc.Spec.DNS.Name)
+		if !obs.dnsProgress.Since.IsZero() {
+			msg += fmt.Sprintf(", started %s ago", time.Since(obs.dnsProgress.Since).Truncate(time.Second))
+		}
+		if obs.dnsProgress.Err != nil {
+			msg += "; the previous attempt failed: " + obs.dnsProgress.Err.Error()
+		}
+		set(vc, capvcov1.DNSReadyCondition, metav1.ConditionFalse, capvcov1.ProvisioningReason, msg)
+	}
+	switch {
+	case !geoCluster:
+		conditions.Delete(vc, capvcov1.GeoMeshReadyCondition)
+		conditions.Delete(vc, capvcov1.LocationImagesReadyCondition)
+	default:
+		switch {
+		case obs.meshErr != nil:
+			set(vc, capvcov1.GeoMeshReadyCondition, metav1.ConditionFalse, capvcov1.ProvisioningFailedReason, obs.meshErr.Error())
+		case obs.mesh == nil:
+			waiting(capvcov1.GeoMeshReadyCondition, "every site's cloudspace")
+		case !obs.mesh.Connected():
+			set(vc, capvcov1.GeoMeshReadyCondition, metav1.ConditionFalse, capvcov1.ConnectingReason,
+				"links not up yet: "+strings.Join(obs.mesh.Connecting, ", "))
+		default:
+			set(vc, capvcov1.GeoMeshReadyCondition, metav1.ConditionTrue, capvcov1.ProvisionedReason, fmt.Sprintf("%d links connected", obs.mesh.Links))
+		}
+		if len(obs.missingImages) > 0 {
+			set(vc, capvcov1.LocationImagesReadyCondition, metav1.ConditionFalse, capvcov1.LocationImageMissingReason,
+				fmt.Sprintf("spec.geo.locationImages has no image for %s: images are per location and do not travel; publish one there and add its id", strings.Join(obs.missingImages, ", ")))
+		} else {
+			set(vc, capvcov1.LocationImagesReadyCondition, metav1.ConditionTrue, capvcov1.ProvisionedReason, "")
+		}
+	}
+	vc.Status.FailureDomains = nil
+	for _, s := range decide.Sites(vc.Spec) {
+		vc.Status.FailureDomains = append(vc.Status.FailureDomains, clusterv1.FailureDomain{Name: s.Name, ControlPlane: ptr.To(true)})
+	}
+	capi.SetReady(vc, append(slices.Clone(clusterConditions), shared...), shared)
+	if conditions.IsTrue(vc, capvcov1.ReadyCondition) && vc.Spec.ControlPlaneEndpoint.Host != "" {
+		vc.Status.Initialization.Provisioned = ptr.To(true)
+	}
+}
+
+func setCloudspaceCondition(vc *capvcov1.VCOCluster, obs *clusterObserved) {
+	var lost, failed, pending, ready []string
+	for _, s := range obs.sites {
+		label := fmt.Sprintf("%s (%s, site %s)", s.Cloudspace.Name, s.Cloudspace.ID, s.site.Name)
+		switch {
+		case s.err != nil:
+			failed = append(failed, fmt.Sprintf("site %s: %v", s.site.Name, s.err))
+		case s.Lost:
+			lost = append(lost, label)
+		case !s.Deployed():
+			pending = append(pending, fmt.Sprintf("%s is %s", label, s.Cloudspace.Status))
+		default:
+			if s.Adopted {
+				label += " adopted"
+			}
+			ready = append(ready, label)
+		}
+	}
+	switch {
+	case len(lost) > 0:
+		set(vc, capvcov1.CloudspaceReadyCondition, metav1.ConditionFalse, capvcov1.NotFoundReason,
+			"recorded cloudspace no longer exists on the platform and is not recreated (its VMs are gone with it): "+strings.Join(lost, ", ")+
+				"; delete and recreate the cluster, or remove its entry from status.cloudspaces to create an empty one")
+	case len(failed) > 0:
+		set(vc, capvcov1.CloudspaceReadyCondition, metav1.ConditionFalse, capvcov1.ProvisioningFailedReason, strings.Join(failed, "; "))
+	case len(pending) > 0 || len(ready) < len(decide.Sites(vc.Spec)):
+		set(vc, capvcov1.CloudspaceReadyCondition, metav1.ConditionUnknown, capvcov1.ProvisioningReason,
+			"waiting: "+strings.Join(append(pending, "ready: "+strings.Join(ready, ", ")), "; "))
+	default:
+		set(vc, capvcov1.CloudspaceReadyCondition, metav1.ConditionTrue, capvcov1.ProvisionedReason, strings.Join(ready, ", "))
+	}
+}
+
+// cloudspaceStatus is the recorded cloudspace of a site (zero when none).
+func cloudspaceStatus(vc *capvcov1.VCOCluster, site string) capvcov1.CloudspaceStatus {
+	for _, c := range vc.Status.Cloudspaces {
+		if c.Site == site {
+			return c
+		}
+	}
+	return capvcov1.CloudspaceStatus{}
+}
+
+func cloudspaceRequest(vc *capvcov1.VCOCluster, cluster string, site decide.Site) vco.CreateCloudspaceRequest {
+	req := vco.CreateCloudspaceRequest{Name: names.Cloudspace(vc.Namespace, cluster, site.Name), Location: site.Location, PrivateNetwork: site.PrivateNetwork}
+	if id := vc.Spec.Cloudspace.ExternalNetworkID; id != nil && site.Location == vc.Spec.Location {
+		req.ExternalNetworkID = ptr.To(int(*id))
+	}
+	return req
+}
+
+func setCloudspaceStatus(vc *capvcov1.VCOCluster, s siteObserved) {
+	prev := cloudspaceStatus(vc, s.site.Name)
+	entry := capvcov1.CloudspaceStatus{
+		Site: s.site.Name, Location: s.site.Location, ID: s.Cloudspace.ID, Name: s.Cloudspace.Name,
+		ExternalIP: s.Cloudspace.ExternalNetworkIP, Adopted: prev.Adopted || s.Adopted,
+	}
+	if s.Lost {
+		entry.ExternalIP = prev.ExternalIP
+	}
+	i := slices.IndexFunc(vc.Status.Cloudspaces, func(c capvcov1.CloudspaceStatus) bool { return c.Site == s.site.Name })
+	if i < 0 {
+		vc.Status.Cloudspaces = append(vc.Status.Cloudspaces, entry)
+		return
+	}
+	vc.Status.Cloudspaces[i] = entry
+}
+
+func hostAddresses(hosts []vco.PoolHost) []string {
+	out := []string{}
+	for _, h := range hosts {
+		out = append(out, h.Address)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func setLoadBalancerStatus(vc *capvcov1.VCOCluster, lbID, poolID, address string, members []string) {
+	if len(members) == 0 {
+		members = nil
+	}
+	vc.Status.LoadBalancer = &capvcov1.LoadBalancerStatus{ID: lbID, ServerPoolID: poolID, Address: address, Members: members}
+}
+
+// setEndpoint sets spec.controlPlaneEndpoint once: the DNS name when spec.dns is set, else
+// the load balancer's address.
+func setEndpoint(vc *capvcov1.VCOCluster, address string, port int) {
+	if vc.Spec.ControlPlaneEndpoint.Host != "" {
+		return
+	}
+	host := address
+	if vc.Spec.DNS != nil {
+		host = strings.TrimSuffix(vc.Spec.DNS.Name, ".")
+	}
+	vc.Spec.ControlPlaneEndpoint = clusterv1.APIEndpoint{Host: host, Port: int32(port)}
+}
+
+func setDNSStatus(vc *capvcov1.VCOCluster, published bool) {
+	vc.Status.DNS = &capvcov1.DNSStatus{Name: vc.Spec.DNS.Name, Published: published, TTLSeconds: dns.TTLSeconds}
+}
+
+func setMachineVM(m *capvcov1.VCOMachine, where *site, csID string, v vco.VM) {
+	m.Status.VMID = ptr.To(int64(v.ID))
+	m.Status.CloudspaceID = csID
+	m.Status.FailureDomain = where.site.Name
+	if m.Spec.ProviderID == "" {
+		m.Spec.ProviderID = names.ProviderID(where.site.Location, v.ID)
+	}
+	addrs := []clusterv1.MachineAddress{{Type: clusterv1.MachineHostName, Address: m.Name}}
+	if ip := v.PrivateIP(); ip != "" {
+		addrs = append(addrs, clusterv1.MachineAddress{Type: clusterv1.MachineInternalIP, Address: ip})
+	}
+	m.Status.Addresses = addrs
+}
+
+// setMachineStatus computes the VCOMachine's conditions, Ready and provisioned.
+func setMachineStatus(m *capvcov1.VCOMachine, obs *machineObserved) {
+	if obs == nil {
+		return
+	}
+	all := append(slices.Clone(machineConditions), shared...)
+	if obs.deleting != "" {
+		set(m, clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, obs.deleting)
+		capi.SetReady(m, all, shared)
+		return
+	}
+	if !m.DeletionTimestamp.IsZero() {
+		capi.SetReady(m, all, shared)
+		return
+	}
+	if obs.waitReason != "" {
+		conditions.Delete(m, capvcov1.CredentialsReadyCondition)
+		status := metav1.ConditionUnknown
+		if obs.waitReason == capvcov1.LocationImageMissingReason {
+			status = metav1.ConditionFalse
+		}
+		set(m, capvcov1.VMReadyCondition, status, obs.waitReason, obs.waitMessage)
+	} else {
+		setCredentials(m, obs.credentials)
+		switch {
+		case obs.credentials != nil:
+			set(m, capvcov1.VMReadyCondition, metav1.ConditionUnknown, capvcov1.ProvisioningReason, "waits for usable credentials")
+		case obs.lost:
+			set(m, capvcov1.VMReadyCondition, metav1.ConditionFalse, capvcov1.NotFoundReason,
+				obs.vmErr.Error()+"; it is not recreated under a Machine Cluster API thinks is healthy: delete the Machine to replace it")
+		case obs.vmErr != nil:
+			set(m, capvcov1.VMReadyCondition, metav1.ConditionFalse, capvcov1.ProvisioningFailedReason, obs.vmErr.Error())
+		case obs.vm == nil:
+			set(m, capvcov1.VMReadyCondition, metav1.ConditionUnknown, capvcov1.ProvisioningReason, "creating the VM")
+		case !vm.Running(*obs.vm):
+			set(m, capvcov1.VMReadyCondition, metav1.ConditionFalse, capvcov1.ProvisioningReason,
+				fmt.Sprintf("VM %d (%s) is %s, not RUNNING", obs.vm.ID, obs.vm.Name, obs.vm.Status))
+		default:
+			set(m, capvcov1.VMReadyCondition, metav1.ConditionTrue, capvcov1.ProvisionedReason,
+				fmt.Sprintf("VM %d (%s) runs at %s", obs.vm.ID, obs.vm.Name, obs.vm.PrivateIP()))
+		}
+	}
+	gpusReady := true
+	switch {
+	case obs.gpuWanted == 0:
+		conditions.Delete(m, capvcov1.GPUsReadyCondition)
+	case obs.gpuErr != nil:
+		gpusReady = false
+		set(m, capvcov1.GPUsReadyCondition, metav1.ConditionFalse, capvcov1.ProvisioningFailedReason, obs.gpuErr.Error())
+	case obs.vm == nil:
+		gpusReady = false
+		set(m, capvcov1.GPUsReadyCondition, metav1.ConditionUnknown, capvcov1.ProvisioningReason, "waits for the VM")
+	default:
+		attached := 0
+		for _, g := range obs.gpus {
+			if g.Attached {
+				attached++
+			}
+		}
+		if attached < obs.gpuWanted {
+			gpusReady = false
+			set(m, capvcov1.GPUsReadyCondition, metav1.ConditionFalse, capvcov1.ProvisioningReason, fmt.Sprintf("%d of %d vGPUs attached", attached, obs.gpuWanted))
+		} else {
+			set(m, capvcov1.GPUsReadyCondition, metav1.ConditionTrue, capvcov1.ProvisionedReason, fmt.Sprintf("%d vGPUs reserved and attached", attached))
+		}
+	}
+	capi.SetReady(m, all, shared)
+	if obs.vm != nil && vm.Running(*obs.vm) && gpusReady && !obs.lost {
+		m.Status.Initialization.Provisioned = ptr.To(true)
+	}
+}

@@ -1,0 +1,55 @@
+package controllers
+
+import (
+	"context"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
+)
+
+// machinesToCluster enqueues the VCOCluster of a VCOMachine's cluster (pool membership follows
+// the control-plane machines).
+func machinesToCluster(c client.Client) func(context.Context, client.Object) []reconcile.Request {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list capvcov1.VCOClusterList
+		if !listSameCluster(ctx, c, o, &list) {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return out
+	}
+}
+
+// clusterToMachines enqueues the VCOMachines of a VCOCluster's cluster (they wait for it).
+func clusterToMachines(c client.Client) func(context.Context, client.Object) []reconcile.Request {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list capvcov1.VCOMachineList
+		if !listSameCluster(ctx, c, o, &list) {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return out
+	}
+}
+
+func listSameCluster(ctx context.Context, c client.Client, o client.Object, list client.ObjectList) bool {
+	name := o.GetLabels()[clusterv1.ClusterNameLabel]
+	if name == "" {
+		return false
+	}
+	if err := c.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: name}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing objects of the same cluster")
+		return false
+	}
+	return true
+}

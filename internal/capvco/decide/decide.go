@@ -1,0 +1,201 @@
+// Package decide holds CAPVCO's decisions as pure functions: which sites a cluster has, which
+// images they need, how the server pool must change, which links to make, which GPU profile to
+// reserve, what capacity a template publishes. The controllers observe, call these, and act.
+package decide
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
+	"github.com/capx-io/capx/internal/capvco/names"
+	"github.com/capx-io/capx/internal/vco"
+)
+
+// DefaultAPIServerPort is where the load balancer listens and API servers answer.
+const DefaultAPIServerPort = 6443
+
+// DefaultHealthCheckInterval is used when healthCheckIntervalSeconds is unset.
+const DefaultHealthCheckInterval = 10
+
+// Site is one cloudspace of a cluster.
+type Site struct {
+	Name           string
+	Location       string
+	PrivateNetwork string
+}
+
+// Sites lists the primary site first, then the geo sites in spec order. Sites without a
+// private network get distinct defaults (192.168.103.0/24, .104, ...): linked cloudspaces
+// must not overlap.
+func Sites(spec capvcov1.VCOClusterSpec) []Site {
+	sites := []Site{{Name: names.PrimarySite, Location: spec.Location, PrivateNetwork: spec.Cloudspace.PrivateNetwork}}
+	if spec.Geo != nil {
+		for _, s := range spec.Geo.Sites {
+			sites = append(sites, Site{Name: s.Name, Location: s.Location, PrivateNetwork: s.PrivateNetwork})
+		}
+	}
+	if len(sites) == 1 {
+		return sites
+	}
+	taken := map[string]bool{}
+	for _, s := range sites {
+		taken[s.PrivateNetwork] = true
+	}
+	next := 103
+	for i := range sites {
+		for sites[i].PrivateNetwork == "" {
+			cidr := fmt.Sprintf("192.168.%d.0/24", next)
+			next++
+			if !taken[cidr] {
+				sites[i].PrivateNetwork, taken[cidr] = cidr, true
+			}
+		}
+	}
+	return sites
+}
+
+// SiteOf returns the site called name ("" means the primary site).
+func SiteOf(sites []Site, name string) (Site, bool) {
+	if name == "" {
+		name = names.PrimarySite
+	}
+	for _, s := range sites {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Site{}, false
+}
+
+// MissingLocationImages lists the locations, other than the primary one, that have sites but
+// no image in spec.geo.locationImages.
+func MissingLocationImages(spec capvcov1.VCOClusterSpec) []string {
+	var missing []string
+	for _, s := range Sites(spec)[1:] {
+		if s.Location == spec.Location || slices.Contains(missing, s.Location) {
+			continue
+		}
+		if _, ok := spec.Geo.LocationImages[s.Location]; !ok {
+			missing = append(missing, s.Location)
+		}
+	}
+	return missing
+}
+
+// ImageFor picks a machine's image in a location: the machine's own image in the primary
+// location (or when locationImages names none there), else spec.geo.locationImages.
+// ok=false means the site's location has no image.
+func ImageFor(cluster capvcov1.VCOClusterSpec, machine capvcov1.ImageSpec, location string) (capvcov1.ImageSpec, bool) {
+	if cluster.Geo != nil {
+		if id, ok := cluster.Geo.LocationImages[location]; ok {
+			return capvcov1.ImageSpec{ID: &id}, true
+		}
+	}
+	if location == cluster.Location {
+		return machine, true
+	}
+	return capvcov1.ImageSpec{}, false
+}
+
+// PoolDelta is how a server pool must change so that its hosts are exactly healthy.
+func PoolDelta(hosts []vco.PoolHost, healthy []string) (add []string, remove []vco.PoolHost) {
+	have := map[string]bool{}
+	for _, h := range hosts {
+		if slices.Contains(healthy, h.Address) && !have[h.Address] {
+			have[h.Address] = true
+			continue
+		}
+		remove = append(remove, h) // unhealthy, unknown or a duplicate
+	}
+	for _, a := range healthy {
+		if !have[a] {
+			have[a] = true
+			add = append(add, a)
+		}
+	}
+	sort.Strings(add)
+	return add, remove
+}
+
+// MeshPairs lists the links of a full mesh over n sites: (i, j) with i < j.
+func MeshPairs(n int) [][2]int {
+	var out [][2]int
+	for i := 0; i < n; i++ {
+		for j := i + 1; j < n; j++ {
+			out = append(out, [2]int{i, j})
+		}
+	}
+	return out
+}
+
+// GPUProfile picks the profile to reserve: the pinned one, else the first profile (by id) of
+// the vendor with free instances.
+func GPUProfile(spec capvcov1.GPUSpec, offered []vco.GPUProfile) (string, error) {
+	if spec.ProfileID != "" {
+		for _, p := range offered {
+			if p.ID == spec.ProfileID {
+				return p.ID, nil
+			}
+		}
+		return "", fmt.Errorf("GPU profile %q is not offered in this location", spec.ProfileID)
+	}
+	var ids []string
+	for _, p := range offered {
+		if strings.EqualFold(p.Vendor, spec.Vendor) && p.AvailableInstances > 0 {
+			ids = append(ids, p.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return "", fmt.Errorf("no %s GPU profile with free instances in this location", spec.Vendor)
+	}
+	sort.Strings(ids)
+	return ids[0], nil
+}
+
+// GPUCount is the number of vGPUs a machine asks for.
+func GPUCount(spec *capvcov1.GPUSpec) int {
+	if spec == nil {
+		return 0
+	}
+	return max(int(spec.Count), 1)
+}
+
+// Cluster-autoscaler scale-from-zero annotations (clusterapi provider).
+const (
+	CapacityCPU     = "capacity.cluster-autoscaler.kubernetes.io/cpu"
+	CapacityMemory  = "capacity.cluster-autoscaler.kubernetes.io/memory"
+	CapacityGPUType = "capacity.cluster-autoscaler.kubernetes.io/gpu-type"
+	CapacityGPU     = "capacity.cluster-autoscaler.kubernetes.io/gpu-count"
+)
+
+// gpuResources are the device-plugin resources of the vendors whose plugin ships.
+var gpuResources = map[string]string{"nvidia": "nvidia.com/gpu"}
+
+// Capacity is what a machine template publishes for scale from zero, and, when the GPU is
+// left out, the reason and message why.
+func Capacity(spec capvcov1.VCOMachineSpec) (annotations map[string]string, reason, message string) {
+	annotations = map[string]string{
+		CapacityCPU:    strconv.Itoa(int(spec.VCPUs)),
+		CapacityMemory: resource.NewQuantity(int64(spec.MemoryMiB)*1024*1024, resource.BinarySI).String(),
+	}
+	reason = capvcov1.CapacityPublishedReason
+	switch g := spec.GPU; {
+	case g == nil:
+	case g.ProfileID != "":
+		reason = capvcov1.GPUProfilePinnedReason
+		message = fmt.Sprintf("gpu.profileId %q pins a profile, which names no vendor: the GPU is left out of the scale-from-zero capacity, so this pool does not scale up from zero for a GPU pod. Set gpu.vendor instead", g.ProfileID)
+	case gpuResources[g.Vendor] == "":
+		reason = capvcov1.GPUVendorUnsupportedReason
+		message = fmt.Sprintf("the %s device plugin does not ship yet: the GPU is left out of the scale-from-zero capacity", g.Vendor)
+	default:
+		annotations[CapacityGPUType] = gpuResources[g.Vendor]
+		annotations[CapacityGPU] = strconv.Itoa(GPUCount(g))
+	}
+	return annotations, reason, message
+}
