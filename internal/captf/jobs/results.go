@@ -132,3 +132,38 @@ func terminatedSource(pods []corev1.Pod) *corev1.ContainerStatus {
 	}
 	return best
 }
+
+// PodsAlive reports whether any Pod of the named Job may still run: one that has not reached
+// Succeeded or Failed, which includes a terminating Pod (its containers may still be saving
+// state within their grace period, after the Job itself is gone). Pods are found by the Job
+// controller's job-name label, so they count even when the Job was deleted; a Pod that merely
+// carries the label counts too, which errs on the side of waiting.
+func PodsAlive(ctx context.Context, c client.Reader, namespace, jobName string) (bool, error) {
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{batchv1.JobNameLabel: jobName}); err != nil {
+		return false, fmt.Errorf("jobs: list Pods of Job %s/%s: %w", namespace, jobName, err)
+	}
+	for i := range pods.Items {
+		if PodAlive(&pods.Items[i]) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// PodAlive reports a Pod whose containers may still run: its phase is not final (a
+// terminating Pod stays Running until its containers exit), or a container still reports
+// running.
+func PodAlive(pod *corev1.Pod) bool {
+	if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+		return true
+	}
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, s := range statuses {
+			if s.State.Running != nil {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -268,7 +268,18 @@ func (l *Leases) free(ctx context.Context, lease *coordinationv1.Lease) (bool, e
 		}
 		job = nil
 	}
-	return Free(lease, job, l.clock.Now()), nil
+	now := l.clock.Now()
+	if free := Free(lease, job, now); !free || job != nil || pastBackstop(lease, now) {
+		// A finished Job is marked so by the Job controller only once its Pods are gone.
+		return free, nil
+	}
+	// The holder Job is gone, but a Pod of a deleted Job may still be stopping, and writing the
+	// state: the lease is free only once no Pod of it runs.
+	alive, err := jobs.PodsAlive(ctx, l.reader, lease.Namespace, holder)
+	if err != nil {
+		return false, fmt.Errorf("leases: Lease %s: %w", lease.Name, err)
+	}
+	return !alive, nil
 }
 
 // Free decides whether a lease may be taken over at now: when it has no holder, when it is
@@ -279,14 +290,18 @@ func Free(lease *coordinationv1.Lease, holder *batchv1.Job, now time.Time) bool 
 	if ptr.Deref(lease.Spec.HolderIdentity, "") == "" {
 		return true
 	}
-	age := now.Sub(acquiredAt(lease))
-	if backstop := time.Duration(ptr.Deref(lease.Spec.LeaseDurationSeconds, 0)) * time.Second; age > backstop {
+	if pastBackstop(lease, now) {
 		return true
 	}
 	if holder == nil {
-		return age > Grace
+		return now.Sub(acquiredAt(lease)) > Grace
 	}
 	return jobs.Classify(holder).Finished()
+}
+
+// pastBackstop reports a lease older than its leaseDurationSeconds.
+func pastBackstop(lease *coordinationv1.Lease, now time.Time) bool {
+	return now.Sub(acquiredAt(lease)) > time.Duration(ptr.Deref(lease.Spec.LeaseDurationSeconds, 0))*time.Second
 }
 
 // acquiredAt is when the lease was taken; a lease without the time counts as taken long ago.

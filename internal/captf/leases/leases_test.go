@@ -221,6 +221,30 @@ func TestTakeOver(t *testing.T) {
 		g.Expect(f.leases.Take(ctx, req(m, "next", contract.OpApply))).To(BeNil())
 	})
 
+	t.Run("a deleted holder whose Pod still runs, only once the Pod is done", func(t *testing.T) {
+		// Issue 9: a Job deleted while its Pod is in its shutdown grace is gone at once, but the
+		// Pod may still be saving state. (No kubelet runs here: the Pod's phase is written.)
+		g := NewWithT(t)
+		f := newFixture(t)
+		m := f.object(contract.KindMachine, "m1")
+		g.Expect(f.leases.Take(ctx, req(m, "deleted", contract.OpApply))).To(BeNil())
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "deleted-x7k2p", Labels: map[string]string{batchv1.JobNameLabel: "deleted"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.com/x:v1"}}},
+		}
+		g.Expect(env.Client.Create(ctx, pod)).To(Succeed())
+		pod.Status.Phase = corev1.PodRunning
+		g.Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())
+		f.clock.Step(2 * time.Minute)
+		w, err := f.leases.Take(ctx, req(m, "next", contract.OpApply))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(w).NotTo(BeNil(), "the Pod of the deleted holder still runs")
+		pod.Status.Phase = corev1.PodSucceeded
+		g.Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())
+		g.Expect(f.leases.Take(ctx, req(m, "next", contract.OpApply))).To(BeNil())
+		g.Expect(*f.lease(RunLeaseName(m)).Spec.HolderIdentity).To(Equal("next"))
+	})
+
 	t.Run("a lost race waits for the next reconcile", func(t *testing.T) {
 		g := NewWithT(t)
 		f := newFixture(t)
