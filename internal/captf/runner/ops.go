@@ -69,10 +69,12 @@ func (r *run) applyGuarded(ctx context.Context) *failure {
 	if r.o.expectPlan != "" {
 		// Approving a plan approves its deletes; only its exact content may be applied.
 		if r.res.PlanHash != r.o.expectPlan {
+			r.storePlanView(ctx, plan)
 			return &failure{kind: runresult.KindPlanChanged, step: "show", summary: fmt.Sprintf(
 				"the plan now has hash %s, the approved plan had %s; the new plan needs its own approval", r.res.PlanHash, r.o.expectPlan)}
 		}
 	} else if r.res.Destructive && (r.o.allowDeletesHash == "" || r.o.allowDeletesHash != r.o.inputsHash) {
+		r.storePlanView(ctx, plan)
 		return &failure{kind: runresult.KindBlocked, step: "show", summary: runresult.Head(
 			"the plan deletes or replaces resources and deletes are not approved for inputs "+r.o.inputsHash+": "+
 				strings.Join(destructiveEntries(r.res.Plan), ", "), runresult.MaxSummaryBytes)}
@@ -84,7 +86,10 @@ func (r *run) applyGuarded(ctx context.Context) *failure {
 
 // planOp is the plan a Manual object shows for approval: summary and keyed hash.
 func (r *run) planOp(ctx context.Context) *failure {
-	_, f := r.reviewPlan(ctx, filepath.Join(r.o.workdir, planFileReview))
+	plan, f := r.reviewPlan(ctx, filepath.Join(r.o.workdir, planFileReview))
+	if f == nil && plan != nil {
+		r.storePlanView(ctx, plan)
+	}
 	return f
 }
 
