@@ -90,7 +90,9 @@ func TestForceDeletedGPUMachineReleasedAtTeardown(t *testing.T) {
 	ctx := context.Background()
 	cluster, vc := h.cluster("ml", nil)
 	waitFor(h, vc, time.Minute, "provisioned", provisionedCluster)
-	gpuSpec := func(m *capvcov1.VCOMachine, _ *clusterv1.Machine) { m.Spec.GPU = &capvcov1.GPUSpec{Vendor: "nvidia", Count: 2} }
+	gpuSpec := func(m *capvcov1.VCOMachine, _ *clusterv1.Machine) {
+		m.Spec.GPU = &capvcov1.GPUSpec{Vendor: "nvidia", Count: 2}
+	}
 	forced := h.machine("ml", "gpu-forced", false, gpuSpec)
 	renamed := h.machine("ml", "gpu-renamed", false, gpuSpec)
 	waitFor(h, forced, time.Minute, "provisioned", provisionedMachine)
