@@ -28,7 +28,8 @@ const (
 	LeaseLabel = "captf.io/lease"
 	// PlanPhaseLabel mirrors a TerraformPlan's phase (it survives clusterctl move, status does not).
 	PlanPhaseLabel = "captf.io/plan-phase"
-	// DestructiveLabel marks a TerraformPlan that deletes or replaces resources.
+	// DestructiveLabel marks a TerraformPlan that deletes or replaces resources an approval must
+	// cover (the instances a machine pool's scale-down drops need none).
 	DestructiveLabel = "captf.io/destructive"
 
 	// InputsHashAnnotation records the inputs hash of an applied state (on the base state Secret,

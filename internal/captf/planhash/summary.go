@@ -1,7 +1,6 @@
 package planhash
 
 import (
-	"slices"
 	"sort"
 	"strings"
 
@@ -9,25 +8,6 @@ import (
 
 	"github.com/capx-io/capx/internal/captf/runresult"
 )
-
-// Destructive reports whether applying the plan removes a managed object: any change whose
-// actions include delete, so a plain delete, a replace in either order, or the delete of a
-// deposed object. Forget, import and move keep the object and are not destructive; data
-// sources own nothing and never are.
-func Destructive(plan *tfjson.Plan) bool {
-	if plan == nil {
-		return false
-	}
-	for _, rc := range plan.ResourceChanges {
-		if rc == nil || rc.Change == nil || rc.Mode == tfjson.DataResourceMode {
-			continue
-		}
-		if slices.Contains(rc.Change.Actions, tfjson.ActionDelete) {
-			return true
-		}
-	}
-	return false
-}
 
 // Summarize returns the review summary of a plan: counts by kind of change, and at most
 // runresult.MaxPlanResources "<address> (<labels>)" entries sorted by address, never values.

@@ -1,0 +1,138 @@
+package planhash
+
+import (
+	"encoding/json"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+// change is one resource change of a guard test plan.
+type change struct {
+	addr, module, reason, deposed string
+	actions                       []string
+}
+
+// guardPlan builds a plan of a kind whose replicas input is now and whose replicas output was
+// before (nil: no such variable or output change).
+func guardPlan(t *testing.T, kind string, now, before any, changes ...change) map[string]any {
+	t.Helper()
+	vars := map[string]any{}
+	if kind != "" {
+		vars["captf_object"] = map[string]any{"value": map[string]any{"kind": kind, "name": "p", "namespace": "ns"}}
+	}
+	if now != nil {
+		vars["replicas"] = map[string]any{"value": now}
+	}
+	outs := map[string]any{}
+	if before != nil {
+		outs["replicas"] = map[string]any{"actions": []string{"update"}, "before": before, "after": now,
+			"before_sensitive": true, "after_sensitive": true}
+	}
+	var rcs []any
+	for _, c := range changes {
+		m := map[string]any{"address": c.addr, "mode": "managed", "type": "terraform_data", "name": "x",
+			"change": map[string]any{"actions": c.actions, "before": map[string]any{}, "after": nil}}
+		if c.module != "" {
+			m["module_address"] = c.module
+		}
+		if c.reason != "" {
+			m["action_reason"] = c.reason
+		}
+		if c.deposed != "" {
+			m["deposed"] = c.deposed
+		}
+		rcs = append(rcs, m)
+	}
+	return map[string]any{"format_version": "1.2", "variables": vars, "output_changes": outs, "resource_changes": rcs}
+}
+
+// TestGuardedDeletes: in a machine pool, deletions that only follow a replica decrease apply
+// without approval; every other delete or replace stays guarded, and so does every delete of
+// any other kind.
+func TestGuardedDeletes(t *testing.T) {
+	const pool, cluster = "TerraformMachinePool", "TerraformCluster"
+	del := []string{"delete"}
+	countIndex := func(addr string) change {
+		return change{addr: addr, module: "module.role", reason: "delete_because_count_index", actions: del}
+	}
+	group := change{addr: "module.role.terraform_data.group", module: "module.role", reason: "replace_because_cannot_update", actions: []string{"delete", "create"}}
+	for _, tc := range []struct {
+		name      string
+		plan      map[string]any
+		guarded   []string
+		scaleDown bool
+	}{
+		{name: "3 to 2: the instance beyond the count", scaleDown: true,
+			plan: guardPlan(t, pool, 2, 3, countIndex("module.role.terraform_data.instance[2]"))},
+		{name: "3 to 1: two instances and their addresses", scaleDown: true,
+			plan: guardPlan(t, pool, json.Number("1"), json.Number("3"), countIndex("module.role.terraform_data.instance[2]"),
+				countIndex("module.role.terraform_data.instance[1]"), countIndex("module.role.terraform_data.address[1]"))},
+		{name: "a for_each key the smaller pool drops", scaleDown: true,
+			plan: guardPlan(t, pool, 1, 2, change{addr: `module.role.terraform_data.node["b"]`, module: "module.role", reason: "delete_because_each_key", actions: del})},
+		{name: "a per-instance module instance that is gone", scaleDown: true,
+			plan: guardPlan(t, pool, 1, 2, change{addr: "module.role.module.node[1].terraform_data.vm", module: "module.role.module.node[1]", reason: "delete_because_no_module", actions: del})},
+		{name: "replicas from the command line are a string", scaleDown: true,
+			plan: guardPlan(t, pool, "2", 3, countIndex("module.role.terraform_data.instance[2]"))},
+		{name: "to zero", scaleDown: true,
+			plan: guardPlan(t, pool, 0, 1, countIndex("module.role.terraform_data.instance[0]"))},
+
+		{name: "a scale-down that also replaces the group", scaleDown: true,
+			plan:    guardPlan(t, pool, 2, 3, countIndex("module.role.terraform_data.instance[2]"), group),
+			guarded: []string{"module.role.terraform_data.group"}},
+		{name: "a scale-down that also drops a resource from the configuration", scaleDown: true,
+			plan: guardPlan(t, pool, 2, 3, countIndex("module.role.terraform_data.instance[2]"),
+				change{addr: "module.role.terraform_data.lb", module: "module.role", reason: "delete_because_no_resource_config", actions: del}),
+			guarded: []string{"module.role.terraform_data.lb"}},
+		{name: "a deposed object is never routine", scaleDown: true,
+			plan: guardPlan(t, pool, 2, 3, change{addr: "module.role.terraform_data.instance[2]", module: "module.role",
+				reason: "delete_because_count_index", deposed: "0000abcd", actions: del}),
+			guarded: []string{"module.role.terraform_data.instance[2]"}},
+		{name: "an instance replaced in a scale-down", scaleDown: true,
+			plan: guardPlan(t, pool, 2, 3, change{addr: "module.role.terraform_data.instance[1]", module: "module.role",
+				reason: "replace_because_tainted", actions: []string{"delete", "create"}}),
+			guarded: []string{"module.role.terraform_data.instance[1]"}},
+		{name: "a module instance without a key", scaleDown: true,
+			plan: guardPlan(t, pool, 1, 2, change{addr: "module.role.module.lb.terraform_data.x", module: "module.role.module.lb", reason: "delete_because_no_module", actions: del}),
+			guarded: []string{"module.role.module.lb.terraform_data.x"}},
+
+		{name: "replicas unchanged: a lower count is the module's own doing",
+			plan:    guardPlan(t, pool, 3, nil, countIndex("module.role.terraform_data.instance[2]")),
+			guarded: []string{"module.role.terraform_data.instance[2]"}},
+		{name: "replicas unchanged, output rewritten",
+			plan:    guardPlan(t, pool, 3, 3, countIndex("module.role.terraform_data.instance[2]")),
+			guarded: []string{"module.role.terraform_data.instance[2]"}},
+		{name: "replicas increased",
+			plan:    guardPlan(t, pool, 4, 3, countIndex("module.role.terraform_data.disk[3]")),
+			guarded: []string{"module.role.terraform_data.disk[3]"}},
+		{name: "a cluster's plan, even with a replicas variable",
+			plan:    guardPlan(t, cluster, 2, 3, countIndex("module.role.terraform_data.instance[2]")),
+			guarded: []string{"module.role.terraform_data.instance[2]"}},
+		{name: "a plan that names no object",
+			plan:    guardPlan(t, "", 2, 3, countIndex("module.role.terraform_data.instance[2]")),
+			guarded: []string{"module.role.terraform_data.instance[2]"}},
+		{name: "replicas not a whole number",
+			plan:    guardPlan(t, pool, 2.5, 3, countIndex("module.role.terraform_data.instance[2]")),
+			guarded: []string{"module.role.terraform_data.instance[2]"}},
+		{name: "creates and updates need nothing", scaleDown: true,
+			plan: guardPlan(t, pool, 2, 3, change{addr: "module.role.terraform_data.group", actions: []string{"update"}})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			b, err := json.Marshal(tc.plan)
+			g.Expect(err).NotTo(HaveOccurred())
+			p, err := Parse(b)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ScaleDown(p)).To(Equal(tc.scaleDown), "scale-down")
+			if tc.guarded == nil {
+				g.Expect(GuardedDeletes(p)).To(BeEmpty())
+			} else {
+				g.Expect(GuardedDeletes(p)).To(Equal(tc.guarded))
+			}
+			g.Expect(Destructive(p)).To(Equal(len(tc.guarded) > 0), "Destructive is: some delete needs an approval")
+		})
+	}
+	g := NewWithT(t)
+	g.Expect(GuardedDeletes(nil)).To(BeNil())
+	g.Expect(ScaleDown(nil)).To(BeFalse())
+}
