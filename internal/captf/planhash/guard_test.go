@@ -93,7 +93,7 @@ func TestGuardedDeletes(t *testing.T) {
 				reason: "replace_because_tainted", actions: []string{"delete", "create"}}),
 			guarded: []string{"module.role.terraform_data.instance[1]"}},
 		{name: "a module instance without a key", scaleDown: true,
-			plan: guardPlan(t, pool, 1, 2, change{addr: "module.role.module.lb.terraform_data.x", module: "module.role.module.lb", reason: "delete_because_no_module", actions: del}),
+			plan:    guardPlan(t, pool, 1, 2, change{addr: "module.role.module.lb.terraform_data.x", module: "module.role.module.lb", reason: "delete_because_no_module", actions: del}),
 			guarded: []string{"module.role.module.lb.terraform_data.x"}},
 
 		{name: "replicas unchanged: a lower count is the module's own doing",
