@@ -30,8 +30,9 @@ func Classify(r Reservation, owners *Owners, now time.Time) Finding {
 		billed := Duration(now.Sub(*r.DeletedAt))
 		f.BilledInRecycleBin = &billed
 	}
-	f.Orphan = f.Class == Orphaned || f.Class == Renamed || f.Class == RecycleBin || f.Class == AttachedForeign ||
-		(f.Class == Unverified && !r.Attached())
+	// An orphan is unattached (as the seed's check has it), except one attached to a VM that
+	// is not its machine's: that is billed for somebody else's use and nobody will release it.
+	f.Orphan = f.Class == AttachedForeign || (!r.Attached() && f.Class != Owned && f.Class != Foreign)
 	f.Releasable = f.Orphan && !r.Attached()
 	return f
 }
@@ -75,19 +76,19 @@ func classifyParsed(r Reservation, ow *Owner, owners *Owners) (Class, string) {
 }
 
 func classifyRenamed(r Reservation, owners *Owners) (Class, string) {
-	const why = "starts with capvco but is not capvco_<namespace>_<cluster>_<machine>_gpu_<n>: no teardown will release it"
+	const why = "renamed: not capvco_<ns>_<cluster>_<machine>_gpu_<n>, so no teardown releases it"
 	switch {
 	case r.DeletedAt != nil:
-		return RecycleBin, "renamed (" + why + "); in the recycle bin and still billed"
+		return RecycleBin, why + "; in the recycle bin and still billed"
 	case r.Attached() && owners != nil:
 		if m, ok := owners.runsVM(r.VM.ID); ok {
-			return Renamed, fmt.Sprintf("attached to VM %s of VCOMachine %s/%s, but %s", vmName(r.VM), m.Namespace, m.Name, why)
+			return Renamed, fmt.Sprintf("attached to VM %s of VCOMachine %s/%s, but %s (an orphan once detached)", vmName(r.VM), m.Namespace, m.Name, why)
 		}
-		return AttachedForeign, fmt.Sprintf("attached to VM %s, which no VCOMachine runs; the name %s", vmName(r.VM), why)
+		return AttachedForeign, fmt.Sprintf("attached to VM %s, which no VCOMachine runs; %s", vmName(r.VM), why)
 	case r.Attached():
-		return Renamed, fmt.Sprintf("attached to VM %s; the name %s", vmName(r.VM), why)
+		return Renamed, fmt.Sprintf("attached to VM %s; %s (an orphan once detached)", vmName(r.VM), why)
 	}
-	return Renamed, "the name " + why
+	return Renamed, why
 }
 
 func vmName(v *VM) string {

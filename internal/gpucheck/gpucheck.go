@@ -112,7 +112,8 @@ type Finding struct {
 	OwnerVerified bool `json:"ownerVerified"`
 	// Reason says why the class was given, in words.
 	Reason string `json:"reason"`
-	// Orphan marks what no one will release: what makes the check exit 1.
+	// Orphan marks what is billed and no one will release: what makes the check exit 1. It
+	// is always unattached, except for AttachedForeign.
 	Orphan bool `json:"orphan"`
 	// Releasable marks the orphans `release` may release: unattached ones.
 	Releasable bool `json:"releasable"`
@@ -227,4 +228,11 @@ func sortFindings(fs []Finding) {
 		}
 		return 0
 	})
+}
+
+// UnmarshalText reads what MarshalText wrote.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	*d = Duration(v)
+	return err
 }

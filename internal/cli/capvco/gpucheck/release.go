@@ -1,0 +1,238 @@
+package gpucheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/capx-io/capx/internal/cli/cmdutil"
+	"github.com/capx-io/capx/internal/gpucheck"
+)
+
+// runRelease lists, selects the releasable orphans, asks (or takes --yes), and releases each
+// after re-checking it, printing one line per reservation. Exit codes: 0 every orphan is gone,
+// 1 orphans remain (attached, skipped, or unverified), 2 an error or a failed release.
+func runRelease(ctx context.Context, o *Options) error {
+	rep, mc, err := o.scan(ctx)
+	if err != nil {
+		if rep != nil && o.Output == cmdutil.Text {
+			_ = o.writeCheck(rep)
+		}
+		return cmdutil.WithCode(cmdutil.ExitFailure, fmt.Errorf("%w\nnothing was released; narrow the sweep with --location to release what can be read", err))
+	}
+	selected, err := o.selectOrphans(rep)
+	if err != nil {
+		return err
+	}
+	text := o.Output == cmdutil.Text
+	if len(selected) == 0 {
+		out := Release{TypeMeta: cmdutil.Meta("GPURelease"), Report: *rep, Results: []gpucheck.ReleaseResult{}}
+		if err := cmdutil.Print(o.IO.Out, o.Output, out, func() error {
+			fprintln(o, "Nothing to release. %s", o.summaryLine(rep))
+			o.explainLeftovers(rep, nil)
+			return nil
+		}); err != nil {
+			return err
+		}
+		return exitAfterRelease(rep, nil)
+	}
+	if !o.Yes {
+		fmt.Fprintf(o.IO.ErrOut, "These %s will be released permanently (this cannot be undone):\n", plural(len(selected), "reservation"))
+		writeFindings(o.IO.ErrOut, o.Styles, selected, selected[0].Account != "")
+	}
+	if err := cmdutil.Confirm(o.IO, o.Yes, fmt.Sprintf("Release %s permanently?", plural(len(selected), "reservation"))); err != nil {
+		return err
+	}
+	r := &gpucheck.Releaser{Platform: nil, Cluster: mc, PageSize: o.PageSize}
+	var results []gpucheck.ReleaseResult
+	for _, group := range byAccount(selected) {
+		r.Platform = o.platforms[group[0].Account]
+		if text {
+			r.Progress = func(res gpucheck.ReleaseResult) { o.writeResult(res) }
+		}
+		results = append(results, r.Release(ctx, group)...)
+	}
+	out := Release{TypeMeta: cmdutil.Meta("GPURelease"), Report: *rep, Results: results}
+	if err := cmdutil.Print(o.IO.Out, o.Output, out, func() error {
+		counts := map[gpucheck.Outcome]int{}
+		for _, res := range results {
+			counts[res.Outcome]++
+		}
+		fprintln(o, "\nReleased %d, skipped %d, failed %d.", counts[gpucheck.Released], counts[gpucheck.Skipped], counts[gpucheck.Failed])
+		o.explainLeftovers(rep, selected)
+		return nil
+	}); err != nil {
+		return err
+	}
+	return exitAfterRelease(rep, results)
+}
+
+// selectOrphans picks what may be released: releasable orphans, unverified ones only with
+// --allow-unverified, and only the --id ones when given.
+func (o *Options) selectOrphans(rep *gpucheck.Report) ([]gpucheck.Finding, error) {
+	var out []gpucheck.Finding
+	byID := map[string]gpucheck.Finding{}
+	for _, f := range rep.Findings {
+		byID[f.ID] = f
+	}
+	if len(o.IDs) > 0 {
+		var errs []error
+		for _, id := range o.IDs {
+			f, ok := byID[id]
+			switch {
+			case !ok:
+				errs = append(errs, fmt.Errorf("--id %s: no such reservation in the locations read", id))
+			case !gpucheck.Selectable(f, o.AllowUnverified):
+				errs = append(errs, fmt.Errorf("--id %s (%s): not releasable: %s, %s", id, quote(f.Name), f.Class, notReleasableWhy(f)))
+			default:
+				out = append(out, f)
+			}
+		}
+		if len(errs) > 0 {
+			return nil, cmdutil.WithCode(cmdutil.ExitUsage, errors.Join(errs...))
+		}
+		return out, nil
+	}
+	for _, f := range rep.Findings {
+		if gpucheck.Selectable(f, o.AllowUnverified) {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+func notReleasableWhy(f gpucheck.Finding) string {
+	switch {
+	case !f.Orphan:
+		return "it is not an orphan"
+	case f.Attached():
+		return "it is attached to VM " + attachedTo(f) + ": detach it or delete the VM first"
+	case !f.OwnerVerified:
+		return "its owner was not checked against the management cluster (pass --allow-unverified if no management cluster owns it)"
+	}
+	return "it cannot be released"
+}
+
+// explainLeftovers says which orphans were not selected and why.
+func (o *Options) explainLeftovers(rep *gpucheck.Report, selected []gpucheck.Finding) {
+	chosen := map[string]bool{}
+	for _, s := range selected {
+		chosen[s.ID] = true
+	}
+	var lines []string
+	for _, f := range rep.Findings {
+		if f.Orphan && !chosen[f.ID] && (len(o.IDs) == 0) {
+			lines = append(lines, fmt.Sprintf("  %s %s: %s", f.ID, quote(f.Name), notReleasableWhy(f)))
+		}
+	}
+	if len(lines) > 0 {
+		fmt.Fprintf(o.IO.ErrOut, "Not released (%d):\n%s\n", len(lines), strings.Join(lines, "\n"))
+	}
+}
+
+func (o *Options) writeResult(res gpucheck.ReleaseResult) {
+	st := o.Styles
+	word := string(res.Outcome)
+	pad := strings.Repeat(" ", len("released")-len(word)+1)
+	switch res.Outcome {
+	case gpucheck.Released:
+		word = st.OK(word)
+	case gpucheck.Skipped:
+		word = st.Warn(word)
+	default:
+		word = st.Bad(word)
+	}
+	line := fmt.Sprintf("%s%s%s  %s  %s", word, pad, res.Location, res.ID, quote(res.Name))
+	if res.Detail != "" {
+		line += ": " + res.Detail
+	}
+	fprintln(o, "%s", line)
+}
+
+func exitAfterRelease(rep *gpucheck.Report, results []gpucheck.ReleaseResult) error {
+	released := map[string]bool{}
+	var failed []string
+	for _, r := range results {
+		switch r.Outcome {
+		case gpucheck.Released:
+			released[r.ID] = true
+		case gpucheck.Failed:
+			failed = append(failed, fmt.Sprintf("%s (%s): %s", r.ID, quote(r.Name), r.Detail))
+		}
+	}
+	if len(failed) > 0 {
+		return cmdutil.WithCode(cmdutil.ExitFailure, fmt.Errorf("%s failed:\n  %s", plural(len(failed), "release"), strings.Join(failed, "\n  ")))
+	}
+	for _, f := range rep.Findings {
+		if f.Orphan && !released[f.ID] {
+			return cmdutil.ErrFound
+		}
+	}
+	return nil
+}
+
+// byAccount groups findings by account, keeping their order.
+func byAccount(fs []gpucheck.Finding) [][]gpucheck.Finding {
+	var keys []string
+	groups := map[string][]gpucheck.Finding{}
+	for _, f := range fs {
+		if _, ok := groups[f.Account]; !ok {
+			keys = append(keys, f.Account)
+		}
+		groups[f.Account] = append(groups[f.Account], f)
+	}
+	out := make([][]gpucheck.Finding, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, groups[k])
+	}
+	return out
+}
+
+// NewCmdRelease is `kubectl capvco gpucheck release`.
+func NewCmdRelease(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	o := newOptions(f, "kubectl capvco gpucheck")
+	cmd := newReleaseCmd(o, f, runF)
+	o.addCredentialFlags(cmd)
+	return cmd
+}
+
+func newReleaseCmd(o *Options, f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "release",
+		Short: "Release orphaned vGPU reservations permanently",
+		Long: `Release the orphans the check lists, permanently (permanently=true: a plain delete would leave them
+in the recycle bin, still billed). It asks first, naming each one, unless --yes; without a terminal
+it needs --yes.
+
+Only unattached orphans are released. Just before each release the owner is read again from the
+management cluster (a machine that came back keeps its reservation) and the reservation is read
+again from the platform (renamed, attached, restored or gone since the listing: skipped). The
+release itself says detach=false, so a reservation attached in the last instant is refused by the
+platform rather than detached. Without a management cluster, reservations whose names name an
+owner are released only with --allow-unverified. One result line per reservation.
+
+Exit codes: 0 no orphan is left; 1 orphans remain (attached, skipped, or not selected); 2 an
+error or a failed release (a listing that could not be read to the end releases nothing); 3 bad
+flags, or no terminal to confirm on without --yes; 4 the question was answered no.`,
+		Example: "  # see what would be released, then answer the question\n  " + o.ReleaseCommand + " --location nl-rmd-dc01-001\n\n" +
+			"  # in a script: no question, one reservation, JSON results\n  " + o.ReleaseCommand + " --id vgpu-000042 --yes -o json",
+		Args: cmdutil.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Styles == nil {
+				o.Styles = f.Styles()
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return runRelease(cmd.Context(), o)
+		},
+	}
+	o.addFlags(cmd)
+	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Release without asking.")
+	cmd.Flags().BoolVar(&o.AllowUnverified, "allow-unverified", false, "Also release unattached reservations whose owner no management cluster confirmed gone.")
+	cmd.Flags().StringSliceVar(&o.IDs, "id", nil, "Release only these reservation ids (repeatable); each must be a releasable orphan.")
+	return cmd
+}
