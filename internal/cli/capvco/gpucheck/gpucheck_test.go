@@ -29,10 +29,10 @@ type result struct {
 }
 
 type runOpts struct {
-	plugin bool             // kubectl capvco instead of capvco-gpucheck
-	kube   bool             // reach the management cluster (envtest)
-	tty    bool             // streams claim to be terminals
-	stdin  io.Reader        // answers to questions
+	plugin bool              // kubectl capvco instead of capvco-gpucheck
+	kube   bool              // reach the management cluster (envtest)
+	tty    bool              // streams claim to be terminals
+	stdin  io.Reader         // answers to questions
 	env    map[string]string // environment (credentials); nil: the fixture's
 }
 
