@@ -63,6 +63,23 @@ func (s *Sim) imageFor(c *call, perm string) (*Customer, *Image, error) {
 	return cu, img, nil
 }
 
+// recycledImage is the customer's soft-deleted image at the route's location and id.
+func (s *Sim) recycledImage(c *call) (*Customer, *Image, error) {
+	cu, loc, err := c.location(PermDelete)
+	if err != nil {
+		return nil, nil, err
+	}
+	id, err := c.pathInt("image_id")
+	if err != nil {
+		return nil, nil, err
+	}
+	img := s.st.Images[id]
+	if img == nil || img.Location != loc.Name || img.DeletedAt == nil || img.Customer != cu.ID {
+		return nil, nil, notFound("NotFound: Image %d does not exist in location %s", id, loc.Name)
+	}
+	return cu, img, nil
+}
+
 func (s *Sim) getImage(c *call) (any, error) {
 	_, img, err := s.imageFor(c, PermRead)
 	if err != nil {
@@ -119,11 +136,16 @@ func (s *Sim) createImage(c *call) (any, error) {
 }
 
 func (s *Sim) deleteImage(c *call) (any, error) {
+	permanently := c.boolean("permanently", false)
 	cu, img, err := s.imageFor(c, PermDelete)
+	if err != nil && permanently {
+		// A soft-deleted image sits in the recycle bin: it is not visible any more, but a
+		// permanent delete purges it.
+		cu, img, err = s.recycledImage(c)
+	}
 	if err != nil {
 		return nil, err
 	}
-	permanently := c.boolean("permanently", false)
 	if err := c.validation(); err != nil {
 		return nil, err
 	}

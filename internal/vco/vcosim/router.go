@@ -116,20 +116,9 @@ func (s *Sim) serve(rt *route) http.HandlerFunc {
 }
 
 func (s *Sim) serveOne(rt *route, w http.ResponseWriter, r *http.Request) (int, string) {
-	f := s.faults.pick(rt.Key())
-	if f != nil && f.Latency > 0 {
-		if !sleepCtx(r.Context(), f.Latency) {
-			return 499, ""
-		}
-	}
-	if f != nil && f.Status != 0 && !f.Apply {
-		return writeError(w, f.asError()), ""
-	}
-	if f != nil && f.Timeout && !f.Apply {
-		hang(r.Context(), f.Hang)
-		return writeError(w, errf(http.StatusGatewayTimeout, "Gateway Timeout")), ""
-	}
 	c := &call{sim: s, rt: rt, r: r, query: r.URL.Query(), invalid: map[string]string{}}
+	// Authentication comes first, as on the platform: an untokened call is 401 whatever a
+	// backend would have done.
 	if rt.auth != authNone {
 		p, err := s.authenticate(r)
 		if err == nil && rt.auth == authOperator && !p.Operator {
@@ -143,6 +132,24 @@ func (s *Sim) serveOne(rt *route, w http.ResponseWriter, r *http.Request) (int, 
 	who := ""
 	if c.principal != nil {
 		who = c.principal.Name
+	}
+	// Faults hit the customer API only: the IAM and /sim/v1 stay reachable, so an operator
+	// cannot lock themselves out of removing the faults they installed.
+	var f *Fault
+	if rt.Base == apiBase {
+		f = s.faults.pick(rt.Key())
+	}
+	if f != nil && f.Latency > 0 {
+		if !sleepCtx(r.Context(), f.Latency) {
+			return 499, who
+		}
+	}
+	if f != nil && f.Status != 0 && !f.Apply {
+		return writeError(w, f.asError()), who
+	}
+	if f != nil && f.Timeout && !f.Apply {
+		hang(r.Context(), f.Hang)
+		return writeError(w, errf(http.StatusGatewayTimeout, "Gateway Timeout")), who
 	}
 	if s.opts.StrictQuery {
 		for name := range c.query {

@@ -3,6 +3,7 @@ package vcosim
 import (
 	"fmt"
 	"net/http"
+	"sigs.k8s.io/yaml"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,7 +72,12 @@ func (s *Sim) createVM(c *call) (any, error) {
 		vm.UserData = body.UserDataString
 	}
 	if vm.UserData == "" && body.UserData != nil {
-		vm.UserData = fmt.Sprint(body.UserData)
+		// The object is cloud-init config as JSON: keep it as the cloud-config YAML a guest reads.
+		y, err := yaml.Marshal(body.UserData)
+		if err != nil {
+			return nil, badRequest("Bad Request: userdata: %v", err)
+		}
+		vm.UserData = "#cloud-config\n" + string(y)
 	}
 	if cs.Status != statusDeployed {
 		return nil, badRequest("Bad Request: Cloudspace %s is not deployed (status %s)", cs.ID, cs.Status)
