@@ -1,0 +1,151 @@
+package gpucheck_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/capx-io/capx/internal/cli/capvco/gpucheck"
+	"github.com/capx-io/capx/internal/cli/cmdutil"
+	engine "github.com/capx-io/capx/internal/gpucheck"
+	"github.com/capx-io/capx/internal/gpucheck/gpuchecktest"
+	"github.com/capx-io/capx/internal/vco/vcosim"
+)
+
+// answer is stdin that, when the question is read, first runs tricks (the account and the
+// cluster change while the operator thinks), then answers.
+type answer struct {
+	tricks func()
+	text   string
+	done   bool
+}
+
+func (a *answer) Read(p []byte) (int, error) {
+	if !a.done && a.tricks != nil {
+		a.tricks()
+	}
+	if a.done {
+		return 0, nil
+	}
+	a.done = true
+	return copy(p, a.text), nil
+}
+
+func billedAll(f *gpuchecktest.Fixture) map[string]bool {
+	out := map[string]bool{}
+	for _, b := range f.Sim.Billed() {
+		if b.Kind == "vgpu" {
+			out[b.ID] = true
+		}
+	}
+	return out
+}
+
+// TestReleaseOnATerminal: the question names every reservation; while it waits, a machine
+// comes back, one orphan is renamed and another attached; only the untouched ones go, one
+// line each.
+func TestReleaseOnATerminal(t *testing.T) {
+	f := gpuchecktest.Seed(t, false)
+	ctx := context.Background()
+	tricks := func() {
+		undo, err := gpuchecktest.AddMachineTo(ctx, env.Client, "ns", "m9", "c1")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		t.Cleanup(undo)
+		if err := f.Sim.RenameVGPU(f.IDs["renamed-dashes"], "capvco-ns-c1-m3-gpu-0-keep"); err != nil {
+			t.Error(err)
+		}
+		if err := f.Client.AttachVGPU(ctx, f.Cloudspace, f.VMs["jupyter"], f.IDs["renamed-upper"]); err != nil {
+			t.Error(err)
+		}
+	}
+	r := run(t, f, runOpts{kube: true, tty: true, stdin: &answer{tricks: tricks, text: "yes\n"}}, "release", "-location", gpuchecktest.Loc)
+	wantCode(t, r, cmdutil.ExitFound) // the attached-foreign orphans and the skipped ones remain
+	golden(t, "release-tty", r.out)
+	for _, c := range gpuchecktest.Cases {
+		if c.Releasable && !strings.Contains(r.errOut, f.IDs[c.Label]) {
+			t.Errorf("the question does not name %s (%s):\n%s", c.Label, f.IDs[c.Label], r.errOut)
+		}
+	}
+	if !strings.Contains(r.errOut, "Release 9 reservations permanently? [y/N]") {
+		t.Fatalf("no question:\n%s", r.errOut)
+	}
+	billed := billedAll(f)
+	for _, c := range gpuchecktest.Cases {
+		released := c.Releasable && c.Label != "orphan-machine-gone" && c.Label != "renamed-dashes" && c.Label != "renamed-upper"
+		if billed[f.IDs[c.Label]] == released {
+			t.Errorf("%s: billed %v, want released %v", c.Label, billed[f.IDs[c.Label]], released)
+		}
+	}
+}
+
+// TestReleaseRefusals: no terminal and no --yes, a "no", an incomplete listing: nothing is
+// released.
+func TestReleaseRefusals(t *testing.T) {
+	f := gpuchecktest.Seed(t, true)
+	before := len(billedAll(f))
+	check := func(t *testing.T, r result, code cmdutil.ExitCode, msg string) {
+		t.Helper()
+		wantCode(t, r, code)
+		if !strings.Contains(r.errOut, msg) {
+			t.Fatalf("stderr lacks %q:\n%s", msg, r.errOut)
+		}
+		if n := len(billedAll(f)); n != before {
+			t.Fatalf("%d reservations released", before-n)
+		}
+	}
+	t.Run("no terminal", func(t *testing.T) {
+		check(t, run(t, f, runOpts{kube: true}, "release", "--location", gpuchecktest.Loc), cmdutil.ExitUsage, "re-run with --yes")
+	})
+	t.Run("answered no", func(t *testing.T) {
+		check(t, run(t, f, runOpts{kube: true, tty: true, stdin: &answer{text: "n\n"}}, "release", "--location", gpuchecktest.Loc), cmdutil.ExitCancelled, "nothing was changed")
+	})
+	t.Run("incomplete listing", func(t *testing.T) {
+		f.Sim.Faults().Script("GET /customers/{customer_id}/locations/{location}/vgpus", vcosim.Fault{}, vcosim.Fault{Status: 500})
+		check(t, run(t, f, runOpts{kube: true}, "release", "--yes", "--page-size", "300", "--api-retries", "1"), cmdutil.ExitFailure, "nothing was released")
+	})
+	t.Run("id not releasable", func(t *testing.T) {
+		check(t, run(t, f, runOpts{kube: true}, "release", "--yes", "--location", gpuchecktest.Loc, "--id", f.IDs["attached-orphan"]), cmdutil.ExitUsage,
+			"it is attached to VM m8-old")
+	})
+}
+
+// TestReleaseScripted: --yes -o json releases what --id names and reports each result.
+func TestReleaseScripted(t *testing.T) {
+	f := gpuchecktest.Seed(t, false)
+	id := f.IDs["orphan-cluster-gone"]
+	r := run(t, f, runOpts{kube: true}, "release", "--location", gpuchecktest.Loc, "--id", id, "--yes", "-o", "json")
+	wantCode(t, r, cmdutil.ExitFound)
+	var got gpucheck.Release
+	if err := json.Unmarshal([]byte(r.out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, r.out)
+	}
+	if got.Kind != "GPURelease" || len(got.Results) != 1 || got.Results[0].ID != id || got.Results[0].Outcome != engine.Released {
+		t.Fatalf("results %+v", got.Results)
+	}
+	if f.Billed(id) {
+		t.Fatal("still billed")
+	}
+}
+
+// TestReleaseWithoutManagementCluster: names alone release only what has no owner to ask
+// (renamed, recycle bin); --allow-unverified releases the unattached capvco_* ones too.
+func TestReleaseWithoutManagementCluster(t *testing.T) {
+	f := gpuchecktest.Seed(t, false)
+	r := run(t, f, runOpts{}, "release", "--location", gpuchecktest.Loc, "--yes", "--ownership", "off")
+	wantCode(t, r, cmdutil.ExitFound)
+	if !strings.Contains(r.out, "Released 5, skipped 0, failed 0.") || !strings.Contains(r.errOut, "pass --allow-unverified") {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s", r.out, r.errOut)
+	}
+	r = run(t, f, runOpts{}, "-location", gpuchecktest.Loc, "release", "--yes", "--ownership=off", "--allow-unverified")
+	wantCode(t, r, cmdutil.ExitOK)
+	if !strings.Contains(r.out, "Released 8, skipped 0, failed 0.") {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s", r.out, r.errOut)
+	}
+	if !f.Billed(f.IDs["owned-attached"]) || !f.Billed(f.IDs["attached-foreign-vm"]) || !f.Billed(f.IDs["foreign"]) {
+		t.Fatal("an attached or foreign reservation was released")
+	}
+}
