@@ -81,6 +81,48 @@ e2e: ## Run the end-to-end suites on real local management clusters (root; build
 images: ## Build the local images (manager, CAPI manager, vcosim, test modules) as tarballs in _artifacts/images.
 	bash hack/images.sh
 
+# Release artefacts (docs/release.md). Snapshots take the newest release series of
+# config/metadata.yaml, so clusterctl and krew accept them.
+SERIES := $(shell awk '/major:/ {m=$$NF} /minor:/ {print m "." $$NF}' config/metadata.yaml | sort -V | tail -n1)
+export CAPX_SNAPSHOT_VERSION ?= $(SERIES).0-snapshot.g$(COMMIT)
+# Files generated from the binaries and the release; make verify-release fails when they are stale.
+RELEASE_GENERATED := goreleaser.yaml completions plugins/krew docs/reference docs/api.md mkdocs.yml
+
+.PHONY: release-tools
+release-tools: ## Build goreleaser, krew, kubectl, clusterctl and tofu (once per machine, then cached).
+	bash hack/toolchain.sh release
+
+.PHONY: release-generate
+release-generate: build ## Regenerate goreleaser.yaml, completions/ and the command reference from the binaries.
+	go run ./hack/goreleaserconfig $(BINARIES)
+	go run ./hack/completions -bin bin $(BINARIES)
+	go run ./hack/clidocs -bin bin $(BINARIES)
+	go run ./hack/apidocs config/crd/bases docs/api.md
+
+.PHONY: release-snapshot
+release-snapshot: release-tools release-generate ## Every release artefact, locally: archives, krew manifests, images, clusterctl files, docs site.
+	bin/goreleaser check
+	bin/goreleaser release --snapshot --clean
+	go run ./hack/krewmanifests -dist dist $(BINARIES)
+	go run ./hack/releaseimages -dist dist -o dist/images -tofu bin/tofu \
+	  -tofu-version $$(sed -n 's/^OPENTOFU_VERSION=//p' hack/versions.env) -revision $$(git rev-parse HEAD)
+	$(MAKE) --no-print-directory docs
+	@echo "release snapshot v$(CAPX_SNAPSHOT_VERSION): dist/ (archives, checksums, SBOMs, krew/, images/), _artifacts/release/clusterctl/, _artifacts/site/"
+
+.PHONY: verify-release
+verify-release: ## Fail when a file generated from the binaries or the release is stale (after release-snapshot).
+	@if [[ -n "$$(git status --porcelain -- $(RELEASE_GENERATED))" ]]; then \
+	  echo "stale generated release files; run make release-snapshot and commit:"; \
+	  git status --porcelain -- $(RELEASE_GENERATED); exit 1; fi
+
+.PHONY: release-test
+release-test: ## Prove the snapshot's artefacts with the tools that consume them (krew, kubectl, clusterctl; after release-snapshot).
+	go test -tags release -count=1 -v $(GO_TEST_FLAGS) ./test/release/...
+
+.PHONY: docs
+docs: ## Build the docs site strictly into _artifacts/site (a broken link or a page missing from nav fails).
+	mkdocs build --strict
+
 .PHONY: quickstart
 quickstart: ## Bring up a local management cluster with both providers, the simulator and samples.
 	bash hack/quickstart.sh up

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the local management cluster (hack/cluster, test/localcluster) runs on:
 # the container runtime, the CNI plugins, iptables for kube-proxy and kubelet, and iproute2 for the
-# cluster's network namespace. Idempotent: packages already installed are not fetched again, and
+# cluster's network namespace; and MkDocs with the Material theme for the docs site (make docs).
+# Idempotent: packages already installed are not fetched again, and
 # nothing is done at all when every one is present. Needs root (CI and the dev machines run as root).
 #
 #   hack/install-deps.sh
@@ -10,7 +11,7 @@
 # containerd per cluster, inside the cluster's network namespace.
 set -euo pipefail
 
-packages=(containerd runc containernetworking-plugins iptables iproute2 util-linux)
+packages=(containerd runc containernetworking-plugins iptables iproute2 util-linux mkdocs mkdocs-material)
 
 missing=()
 for p in "${packages[@]}"; do

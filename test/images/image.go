@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // NonRootUser is the uid:gid images run as unless a Spec says otherwise ("nonroot" in distroless
@@ -56,6 +57,8 @@ type Spec struct {
 	// User is "uid[:gid]"; empty runs as root.
 	User   string
 	Labels map[string]string
+	// Architecture is the GOARCH the image's binaries are for; empty means the host's.
+	Architecture string `json:",omitempty"`
 }
 
 // epoch stamps every file and the image itself, so the same inputs give the same digest.
@@ -64,6 +67,12 @@ var epoch = time.Unix(0, 0).UTC()
 // Build returns the image a Spec describes. The layer is read lazily from a temporary tar file,
 // which the returned cleanup removes; call it once the image has been written.
 func Build(spec Spec) (img v1.Image, cleanup func(), err error) {
+	return build(spec, types.DockerLayer)
+}
+
+// build is Build with the layer's media type: Docker's for docker-archive tarballs, OCI's for
+// OCI layouts.
+func build(spec Spec, layerType types.MediaType) (img v1.Image, cleanup func(), err error) {
 	if _, err := name.ParseReference(spec.Ref, name.StrictValidation); err != nil {
 		return nil, nil, fmt.Errorf("image ref %q: %w", spec.Ref, err)
 	}
@@ -73,7 +82,8 @@ func Build(spec Spec) (img v1.Image, cleanup func(), err error) {
 	}
 	cleanup = func() { _ = os.Remove(layerFile) }
 	// BestSpeed: these images never leave the machine, and gzip dominates build time otherwise.
-	layer, err := tarball.LayerFromFile(layerFile, tarball.WithCompressionLevel(gzip.BestSpeed), tarball.WithCompressedCaching)
+	layer, err := tarball.LayerFromFile(layerFile, tarball.WithCompressionLevel(gzip.BestSpeed), tarball.WithCompressedCaching,
+		tarball.WithMediaType(layerType))
 	if err != nil {
 		cleanup()
 		return nil, nil, fmt.Errorf("image %s: layer: %w", spec.Ref, err)
@@ -101,6 +111,9 @@ func configFile(spec Spec, img v1.Image) *v1.ConfigFile {
 	// ctr import unpacks only images for the host platform; an image without one is skipped.
 	cf.OS = "linux"
 	cf.Architecture = runtime.GOARCH
+	if spec.Architecture != "" {
+		cf.Architecture = spec.Architecture
+	}
 	cf.Config.Entrypoint = spec.Entrypoint
 	cf.Config.Cmd = spec.Cmd
 	cf.Config.Env = spec.Env
