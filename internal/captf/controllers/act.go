@@ -11,6 +11,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -60,6 +62,13 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 	}
 	if err := p.policy.Validate(); err != nil {
 		p.startWait, p.startErr = captfv1.JobPolicyInvalidReason, err
+		return nil
+	}
+	if invalid, err := r.checkServiceAccount(ctx, p); err != nil {
+		return err
+	} else if invalid != "" {
+		p.startWait, p.startErr = captfv1.JobPolicyInvalidReason, errors.New(invalid)
+		p.requeueAfter(time.Minute) // ServiceAccounts are not watched
 		return nil
 	}
 	if p.inputsWait == captfv1.CredentialsNotFoundReason {
@@ -126,6 +135,12 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 	if err := r.client.Create(ctx, job.DeepCopy(), client.DryRunAll); err != nil && !apierrors.IsAlreadyExists(err) {
 		return r.startFailed(ctx, p, name, err)
 	}
+	// The run Secret comes before the Job, owned by the object until the Job exists: a Job is
+	// never without the Secret its Pod mounts (a crash or a failed write in between would
+	// leave the Pod waiting for its volume until the deadline).
+	if err := r.writeRunSecret(ctx, p, job, rendered); err != nil {
+		return r.startFailed(ctx, p, name, err)
+	}
 	if err := r.setBlockMove(ctx, p, true); err != nil {
 		return err
 	}
@@ -136,13 +151,18 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 		}
 		return r.startFailed(ctx, p, name, err)
 	}
+	// From here on the Job exists: its leases stay taken whatever fails (bookkeeping releases
+	// them once it has finished), and the next pass finishes what this one could not.
 	if err := r.client.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
 		if err := r.reader.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
 			return err
 		}
 	}
+	if err := r.ownRunSecret(ctx, job); err != nil {
+		return err
+	}
 	if _, err := inputs.EnsureRun(ctx, r.client, job, rendered); err != nil {
-		return r.startFailed(ctx, p, name, err)
+		return err
 	}
 	p.started = job
 	p.status.ActiveJob = &captfv1.JobReference{Name: job.Name, Operation: d.Op}
@@ -157,9 +177,59 @@ func (p *pass[T]) decisionRestoreSerial() int64 {
 	return v
 }
 
-// startFailed gives the leases back when a Job could not be started, and tells a quota refusal
-// apart (it has its own condition reason).
+// writeRunSecret creates the per-run Secret of a Job about to be created, owned by the object
+// (the Job has no UID yet). One left by an earlier pass that crashed is the same Secret: the
+// name derives from the Job's, and the Job's from its inputs.
+func (r *provider[T]) writeRunSecret(ctx context.Context, p *pass[T], job *batchv1.Job, rendered *inputs.Rendered) error {
+	s := inputs.RunSecret(job, rendered)
+	s.OwnerReferences = []metav1.OwnerReference{p.owner.ControllerRef()}
+	if err := r.client.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create run Secret %s: %w", s.Name, err)
+	}
+	return nil
+}
+
+// ownRunSecret hands a Job's run Secret to the Job, so the garbage collector deletes it with
+// the Job. A pass that crashed before doing so leaves it to the next pass that sees the Job
+// running (waitForActiveJob).
+func (r *provider[T]) ownRunSecret(ctx context.Context, job *batchv1.Job) error {
+	s := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: job.Namespace, Name: jobs.RunSecretName(job.Name)}
+	if err := r.client.Get(ctx, key, s); apierrors.IsNotFound(err) {
+		err = r.reader.Get(ctx, key, s)
+		if apierrors.IsNotFound(err) {
+			return nil // EnsureRun creates it
+		}
+		if err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	want := []metav1.OwnerReference{{
+		APIVersion: batchv1.SchemeGroupVersion.String(), Kind: "Job", Name: job.Name, UID: job.UID,
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	}}
+	if len(s.OwnerReferences) == 1 && s.OwnerReferences[0].UID == job.UID {
+		return nil
+	}
+	before := s.DeepCopy()
+	s.OwnerReferences = want
+	if err := r.client.Patch(ctx, s, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("hand run Secret %s to Job %s: %w", s.Name, job.Name, err)
+	}
+	return nil
+}
+
+// startFailed gives the leases back when a Job could not be started (and the run Secret written
+// for it), and tells a quota refusal apart (it has its own condition reason). It is called
+// only while the Job does not exist.
 func (r *provider[T]) startFailed(ctx context.Context, p *pass[T], holder string, err error) error {
+	run := &corev1.Secret{}
+	run.Namespace, run.Name = p.owner.Namespace, jobs.RunSecretName(holder)
+	if derr := r.client.Delete(ctx, run); client.IgnoreNotFound(derr) != nil {
+		ctrl.LoggerFrom(ctx).Error(derr, "Deleting the run Secret after a failed start")
+	}
 	if rerr := r.releaseLeases(ctx, p, holder); rerr != nil {
 		ctrl.LoggerFrom(ctx).Error(rerr, "Releasing leases after a failed start")
 	}

@@ -256,6 +256,9 @@ func (r *provider[T]) waitForActiveJob(ctx context.Context, p *pass[T]) error {
 		p.status.ActiveJob = nil
 		return nil
 	}
+	if err := r.ownRunSecret(ctx, p.active); err != nil {
+		return err
+	}
 	p.status.ActiveJob = &captfv1.JobReference{
 		Name: p.active.Name, Operation: captfv1.Operation(p.active.Labels[captfv1.OperationLabel]),
 	}

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -105,9 +107,44 @@ func TestStaleLock(t *testing.T) {
 	g.Expect(lockHolder(t, ns, kind, "c1")).To(BeEmpty(), "the lock was released")
 	applied = tc.Status.AppliedInputsHash
 
+	// Issue 9: the holder's Job was deleted while its Pod is still in its shutdown grace,
+	// saving state. The lock is not stale until that Pod has stopped: nothing starts (two
+	// writers on one state), and then the next Job removes the lock. (The Pod is not the
+	// kubelet stand-in's: its phase is written by hand.)
+	const stoppingID = "7a6b5c4d-3e2f-1a0b-9c8d-7e6f5a4b3c2d"
+	stopping := jobs.Name(kind, "c1", contract.OpApply, 1, "a-deleted-jobs-inputs-hash", "")
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: stopping + "-q8w4z", Labels: map[string]string{batchv1.JobNameLabel: stopping}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "source", Image: clusterImage}}},
+	}
+	create(t, pod)
+	pod.Status.Phase = corev1.PodRunning
+	g.Expect(env.Client.Status().Update(context.Background(), pod)).To(Succeed())
+	setLock(t, ns, kind, "c1", stoppingID, "root@"+pod.Name)
+	jobsBefore := len(jobsOf(t, ns, kind, "c1"))
+	update(t, tc, func(o *captfv1.TerraformCluster) { o.Spec.Variables = vars(map[string]any{"endpoint_port": 7444}) })
+	waitFor(t, tc, time.Minute, "held while the holder's Pod stops", func(o *captfv1.TerraformCluster) bool {
+		return hasCondition(o, captfv1.StateReadableCondition, metav1.ConditionFalse, captfv1.StateLockedReason)
+	})
+	g.Expect(describe(tc)).To(ContainSubstring("still running or terminating"))
+	never(t, 4*time.Second, "a Job started while the lock holder's Pod runs", func() bool {
+		return len(jobsOf(t, ns, kind, "c1")) > jobsBefore
+	})
+	pod.Status.Phase = corev1.PodFailed
+	g.Expect(env.Client.Status().Update(context.Background(), pod)).To(Succeed())
+	annotate(t, tc, "capx.test/touch", ptr.To("stopped"))
+	waitFor(t, tc, 2*time.Minute, "the change applied once the Pod stopped", func(o *captfv1.TerraformCluster) bool {
+		return o.Status.ActiveJob == nil && o.Status.AppliedInputsHash != applied &&
+			hasCondition(o, captfv1.ApplyJobSucceededCondition, metav1.ConditionTrue, captfv1.ApplySucceededReason)
+	})
+	last = jobsOf(t, ns, kind, "c1")
+	jobs.SortNewestFirst(last)
+	g.Expect(last[0].Spec.Template.Spec.Containers[0].Args).To(ContainElement("--force-unlock=" + stoppingID))
+	applied = tc.Status.AppliedInputsHash
+
 	// Someone else's run (a person's tofu) holds the lock: the next change waits.
 	setLock(t, ns, kind, "c1", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "alice@laptop")
-	jobsBefore := len(jobsOf(t, ns, kind, "c1"))
+	jobsBefore = len(jobsOf(t, ns, kind, "c1"))
 	update(t, tc, func(o *captfv1.TerraformCluster) { o.Spec.Variables = vars(map[string]any{"endpoint_port": 8443}) })
 	waitFor(t, tc, time.Minute, "held by the foreign lock", func(o *captfv1.TerraformCluster) bool {
 		return hasCondition(o, captfv1.StateReadableCondition, metav1.ConditionFalse, captfv1.StateLockedReason)

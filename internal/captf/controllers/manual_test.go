@@ -2,16 +2,35 @@ package controllers_test
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/captf/contract"
 )
+
+// countJobsNamed counts the Jobs of the namespace with the name (0 or 1).
+func countJobsNamed(t *testing.T, ns, name string) int {
+	t.Helper()
+	list := &batchv1.JobList{}
+	if err := env.Client.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, j := range list.Items {
+		if j.Name == name {
+			n++
+		}
+	}
+	return n
+}
 
 func plansOf(t *testing.T, ns string) []captfv1.TerraformPlan {
 	t.Helper()
@@ -57,9 +76,39 @@ func TestManualApplyPolicy(t *testing.T) {
 	g.Expect(plan.Status.Phase).To(Equal(captfv1.PlanPending))
 	g.Expect(plan.Spec.Summary.Create).To(BeEquivalentTo(1))
 	g.Expect(opsOf(t, ns, kind, "c1")).To(ConsistOf("apply", "plan"))
+	g.Expect(plan.Status.Job).NotTo(BeEmpty(), "status.job names the plan Job whose log holds the plan")
+	g.Expect(opsOf(t, ns, kind, "c1")).To(ContainElement("plan"))
+	g.Expect(countJobsNamed(t, ns, plan.Status.Job)).To(Equal(1))
+
+	// Plans the manager did not record for c1 never stand in for its approval (issue 9): one
+	// that copies c1's labels, owner and hashes but targets another object, and one that a
+	// clusterctl move brought back without its status (phase label Applied). Both are newer
+	// than the real plan, which the manager would otherwise weigh first. (Creation timestamps
+	// have whole seconds.)
+	time.Sleep(1100 * time.Millisecond)
+	forge := func(name string, edit func(*captfv1.TerraformPlan)) *captfv1.TerraformPlan {
+		f := &captfv1.TerraformPlan{ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: name, Labels: plan.Labels, OwnerReferences: plan.OwnerReferences,
+		}, Spec: plan.Spec}
+		f.Spec.Approved, f.Spec.ApprovedBy = true, "admin"
+		edit(f)
+		create(t, f)
+		return f
+	}
+	forged := []*captfv1.TerraformPlan{
+		forge("c1-other-target", func(f *captfv1.TerraformPlan) { f.Spec.TargetRef.Name = "c2" }),
+		forge("c1-moved-applied", func(f *captfv1.TerraformPlan) {
+			f.Labels = maps.Clone(plan.Labels)
+			f.Labels[captfv1.PlanPhaseLabel] = string(captfv1.PlanApplied)
+		}),
+	}
+	annotate(t, tc, "capx.test/touch", ptr.To("forged"))
 	never(t, 4*time.Second, "something applied before the approval", func() bool {
 		return readState(t, ns, kind, "c1").Serial != serial || countJobs(t, ns, kind, "c1", captfv1.OperationApply) > 1
 	})
+	for _, f := range forged {
+		g.Expect(env.Client.Delete(context.Background(), f)).To(Succeed())
+	}
 
 	// Approved by a real (impersonated) user, it applies.
 	approve(t, plan, "alice")

@@ -17,15 +17,41 @@ import (
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/captf/decide"
+	"github.com/capx-io/capx/internal/captf/jobs"
 	"github.com/capx-io/capx/internal/captf/runresult"
 )
 
 // clusterLabel is CAPI's cluster-name label.
 const clusterLabel = clusterv1.ClusterNameLabel
 
-// planLive reports whether a plan can still be approved or applied.
-func planLive(phase captfv1.PlanPhase) bool {
-	return phase == "" || phase == captfv1.PlanPending || phase == captfv1.PlanApproved
+// planLive reports whether a plan can still be approved or applied. Its phase label says so,
+// not its status: clusterctl move copies labels and spec but not status, and a plan whose
+// status is gone must not come back to life. A plan without the label was not recorded by
+// the manager (which labels every plan it creates) and is never live.
+func planLive(tp *captfv1.TerraformPlan) bool {
+	phase := captfv1.PlanPhase(tp.Labels[captfv1.PlanPhaseLabel])
+	return phase == captfv1.PlanPending || phase == captfv1.PlanApproved
+}
+
+// planTerminal reports a plan that has ended (Applied, Superseded, Failed) by its label or its
+// status: nothing about it changes any more, and the API server refuses edits to it
+// (config/admission/captf-plan-approval.yaml).
+func planTerminal(tp *captfv1.TerraformPlan) bool {
+	terminal := func(p captfv1.PlanPhase) bool {
+		return p == captfv1.PlanApplied || p == captfv1.PlanSuperseded || p == captfv1.PlanFailed
+	}
+	return terminal(captfv1.PlanPhase(tp.Labels[captfv1.PlanPhaseLabel])) || terminal(tp.Status.Phase)
+}
+
+// planFor reports whether a plan may answer for the object: it names the object as its target
+// and the object controls it. The owner-name label alone is no binding: anyone who can create
+// TerraformPlans can copy the labels.
+func planFor(tp *captfv1.TerraformPlan, o jobs.Owner) bool {
+	if tp.Spec.TargetRef.Kind != o.Kind || tp.Spec.TargetRef.Name != o.Name {
+		return false
+	}
+	ref := metav1.GetControllerOf(tp)
+	return ref != nil && o.IsOwnedBy(*ref)
 }
 
 // plansOf lists the object's TerraformPlans, newest first.
@@ -50,7 +76,7 @@ func (r *provider[T]) currentPlan(ctx context.Context, p *pass[T], inputsHash st
 	}
 	for i := range plans {
 		tp := &plans[i]
-		if tp.Spec.InputsHash != inputsHash || !planLive(tp.Status.Phase) {
+		if tp.Spec.InputsHash != inputsHash || !planLive(tp) || planTerminal(tp) || !planFor(tp, p.owner) {
 			continue
 		}
 		if tp.Spec.Approved && tp.Status.Phase != captfv1.PlanApproved {
@@ -95,10 +121,18 @@ func (r *provider[T]) recordPlan(ctx context.Context, p *pass[T], job *batchv1.J
 	tp.Labels[captfv1.PlanPhaseLabel] = string(captfv1.PlanPending)
 	tp.Labels[captfv1.DestructiveLabel] = strconv.FormatBool(rr.Destructive)
 	tp.OwnerReferences = []metav1.OwnerReference{p.owner.ControllerRef()}
-	if err := r.client.Create(ctx, tp); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := r.client.Create(ctx, tp); apierrors.IsAlreadyExists(err) {
+		// Recorded before (a pass that failed midway): the plan may have moved on since.
+		if err := r.client.Get(ctx, client.ObjectKeyFromObject(tp), tp); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if !planLive(tp) {
+			return nil
+		}
+	} else if err != nil {
 		return fmt.Errorf("create TerraformPlan %s: %w", tp.Name, err)
 	}
-	if err := r.setPlanPhase(ctx, tp, captfv1.PlanPending, "Waiting for approval"); err != nil {
+	if err := r.setPlanStatus(ctx, tp, captfv1.PlanPending, "Waiting for approval", job.Name); err != nil {
 		return err
 	}
 	if err := r.supersede(ctx, p, tp.Name); err != nil {
@@ -159,7 +193,7 @@ func (r *provider[T]) supersede(ctx context.Context, p *pass[T], keep string) er
 		return err
 	}
 	for i := range plans {
-		if plans[i].Name != keep && planLive(plans[i].Status.Phase) {
+		if plans[i].Name != keep && planLive(&plans[i]) && planFor(&plans[i], p.owner) {
 			if err := r.setPlanPhase(ctx, &plans[i], captfv1.PlanSuperseded, "A newer plan replaced it"); err != nil {
 				return err
 			}
@@ -169,8 +203,18 @@ func (r *provider[T]) supersede(ctx context.Context, p *pass[T], keep string) er
 }
 
 // setPlanPhase writes a plan's phase to its status and to its phase label (which, unlike
-// status, survives clusterctl move). It writes nothing when both already say so.
+// status, survives clusterctl move). It writes nothing when both already say so, and never
+// moves a plan out of a terminal phase.
 func (r *provider[T]) setPlanPhase(ctx context.Context, tp *captfv1.TerraformPlan, phase captfv1.PlanPhase, msg string) error {
+	return r.setPlanStatus(ctx, tp, phase, msg, "")
+}
+
+// setPlanStatus is setPlanPhase that also records the Job that made the plan (status.job, where
+// approvers find the human-readable plan in its log).
+func (r *provider[T]) setPlanStatus(ctx context.Context, tp *captfv1.TerraformPlan, phase captfv1.PlanPhase, msg, job string) error {
+	if planTerminal(tp) && captfv1.PlanPhase(tp.Labels[captfv1.PlanPhaseLabel]) != phase {
+		return nil
+	}
 	if tp.Labels[captfv1.PlanPhaseLabel] != string(phase) {
 		before := tp.DeepCopy()
 		if tp.Labels == nil {
@@ -181,11 +225,14 @@ func (r *provider[T]) setPlanPhase(ctx context.Context, tp *captfv1.TerraformPla
 			return client.IgnoreNotFound(err)
 		}
 	}
-	if tp.Status.Phase == phase {
+	if tp.Status.Phase == phase && (job == "" || tp.Status.Job == job) {
 		return nil
 	}
 	before := tp.DeepCopy()
 	tp.Status.Phase = phase
+	if job != "" {
+		tp.Status.Job = job
+	}
 	tp.Status.ObservedGeneration = tp.Generation
 	ready := metav1.ConditionTrue
 	if phase == captfv1.PlanSuperseded || phase == captfv1.PlanFailed {

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -19,36 +20,109 @@ const (
 	runnerClusterRole    = "capx-captf-runner"
 )
 
+// runnerLabels are the labels of the runner ServiceAccount and RoleBinding the manager keeps:
+// managed (the manager caches them, so a steady state costs no request) and, on the
+// ServiceAccount, the runner opt-in every Job's account must carry.
+func runnerLabels() map[string]string {
+	return map[string]string{captfv1.ManagedLabel: "true", captfv1.RunnerLabel: "true"}
+}
+
 // ensureRunnerRBAC keeps the namespace's runner ServiceAccount and its RoleBinding to the runner
-// ClusterRole (config/rbac/runner_role.yaml). Both are labelled managed, so the manager caches
-// them and a steady state costs no request. A Job that names its own ServiceAccount needs none.
+// ClusterRole (config/rbac/runner_role.yaml). An existing binding of that name is checked: a
+// roleRef other than the runner role is replaced (roleRef is immutable), subjects other than the
+// runner account are reset. Objects found without the labels (created by hand, or by an older
+// manager) get them, so the next pass finds them in the cache instead of trying to create them
+// again. A Job that names its own ServiceAccount needs none of this (see checkServiceAccount).
 func (r *provider[T]) ensureRunnerRBAC(ctx context.Context, p *pass[T]) error {
 	if p.policy.ServiceAccountName != "" && p.policy.ServiceAccountName != runnerServiceAccount {
 		return nil
 	}
 	ns := p.owner.Namespace
-	labels := map[string]string{captfv1.ManagedLabel: "true"}
-	sa := &corev1.ServiceAccount{}
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: runnerServiceAccount}, sa); apierrors.IsNotFound(err) {
-		sa = &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: runnerServiceAccount, Labels: labels}}
-		if err := r.client.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create runner ServiceAccount in %s: %w", ns, err)
-		}
-	} else if err != nil {
-		return err
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: runnerServiceAccount, Labels: runnerLabels()}}
+	if err := r.ensureLabelled(ctx, sa, &corev1.ServiceAccount{}); err != nil {
+		return fmt.Errorf("runner ServiceAccount in %s: %w", ns, err)
 	}
-	rb := &rbacv1.RoleBinding{}
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: runnerServiceAccount}, rb); apierrors.IsNotFound(err) {
-		rb = &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: runnerServiceAccount, Labels: labels},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: runnerClusterRole},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: runnerServiceAccount, Namespace: ns}},
+	want := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: runnerServiceAccount, Labels: map[string]string{captfv1.ManagedLabel: "true"}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: runnerClusterRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: runnerServiceAccount, Namespace: ns}},
+	}
+	have := &rbacv1.RoleBinding{}
+	if err := r.ensureLabelled(ctx, want.DeepCopy(), have); err != nil {
+		return fmt.Errorf("runner RoleBinding in %s: %w", ns, err)
+	}
+	if have.RoleRef != want.RoleRef {
+		// roleRef cannot change: the binding is re-created. Deleting with the UID read means a
+		// binding someone re-created meanwhile is left for the next pass to judge.
+		if err := r.client.Delete(ctx, have, client.Preconditions{UID: &have.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("replace runner RoleBinding in %s (roleRef %s %s): %w", ns, have.RoleRef.Kind, have.RoleRef.Name, err)
 		}
-		if err := r.client.Create(ctx, rb); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := r.client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create runner RoleBinding in %s: %w", ns, err)
 		}
-	} else if err != nil {
-		return err
+		return nil
+	}
+	if !slices.Equal(have.Subjects, want.Subjects) {
+		before := have.DeepCopy()
+		have.Subjects = want.Subjects
+		if err := r.client.Patch(ctx, have, client.MergeFrom(before)); err != nil {
+			return fmt.Errorf("reset the subjects of runner RoleBinding in %s: %w", ns, err)
+		}
 	}
 	return nil
+}
+
+// ensureLabelled makes sure want exists with at least its labels and leaves the object as it is
+// in have. The cache holds only labelled objects: one missing there is created, and when it
+// already exists unlabelled it is read live and labelled, once.
+func (r *provider[T]) ensureLabelled(ctx context.Context, want, have client.Object) error {
+	key := client.ObjectKeyFromObject(want)
+	err := r.client.Get(ctx, key, have)
+	if apierrors.IsNotFound(err) {
+		if err = r.client.Create(ctx, want); err == nil || apierrors.IsAlreadyExists(err) {
+			err = r.reader.Get(ctx, key, have)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	before := have.DeepCopyObject().(client.Object)
+	labels, changed := have.GetLabels(), false
+	for k, v := range want.GetLabels() {
+		if labels[k] != v {
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[k], changed = v, true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	have.SetLabels(labels)
+	return r.client.Patch(ctx, have, client.MergeFrom(before))
+}
+
+// checkServiceAccount checks, live, that the account a Job runs as carries captf.io/runner=true:
+// spec.jobs.serviceAccountName must not lend a Job some other account of the namespace (a
+// controller's, say) with whatever that account may do. A non-empty invalid is the
+// JobPolicyInvalid message.
+func (r *provider[T]) checkServiceAccount(ctx context.Context, p *pass[T]) (invalid string, err error) {
+	name := p.policy.ServiceAccountName
+	if name == "" {
+		name = runnerServiceAccount
+	}
+	sa := &corev1.ServiceAccount{}
+	err = r.reader.Get(ctx, client.ObjectKey{Namespace: p.owner.Namespace, Name: name}, sa)
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("the Job's ServiceAccount %s (spec.jobs.serviceAccountName) does not exist in namespace %s; create it with the label %s=true, or leave serviceAccountName unset to run as %s",
+			name, p.owner.Namespace, captfv1.RunnerLabel, runnerServiceAccount), nil
+	case err != nil:
+		return "", err
+	case sa.Labels[captfv1.RunnerLabel] != "true":
+		return fmt.Sprintf("the Job's ServiceAccount %s (spec.jobs.serviceAccountName) does not carry the label %s=true, so CAPTF will not run Jobs as it; label it (kubectl label serviceaccount %s -n %s %s=true) or leave serviceAccountName unset to run as %s",
+			name, captfv1.RunnerLabel, name, p.owner.Namespace, captfv1.RunnerLabel, runnerServiceAccount), nil
+	}
+	return "", nil
 }

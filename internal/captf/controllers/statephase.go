@@ -114,9 +114,17 @@ func (e *retainedError) Error() string {
 
 // lockedError is a state lock held by someone other than this object's own runs. It holds the
 // object even before a state exists (the backend's init would wait on the lock too).
-type lockedError struct{ who string }
+type lockedError struct {
+	who string
+	// ours: the holder is one of this object's own Jobs (gone or finished) whose Pod still runs.
+	ours string
+}
 
 func (e *lockedError) Error() string {
+	if e.ours != "" {
+		return fmt.Sprintf("state: the state lock is held by %q, a Pod of this object's earlier Job %s that is still running or terminating "+
+			"(its Job is gone or finished); it is unlocked once that Pod has stopped", e.who, e.ours)
+	}
 	return fmt.Sprintf("state: the state lock is held by %q, which is not one of this object's runs: "+
 		"it is never unlocked automatically; when you are sure nobody runs, unlock it with "+
 		"`tofu force-unlock` against the same backend", e.who)
@@ -134,8 +142,9 @@ func reasonOf(err error) string {
 	return state.Reason(err)
 }
 
-// checkLock reads the state lock. A lock held by one of this object's own runner Pods that is
-// gone or finished is stale and the next Job force-unlocks it; any other holder blocks.
+// checkLock reads the state lock. A lock held by one of this object's own runner Pods is stale
+// only when neither its Job nor any Pod of that Job may still run (jobRuns); then the next Job
+// force-unlocks it. Any other holder blocks.
 func (r *provider[T]) checkLock(ctx context.Context, p *pass[T]) error {
 	lock, err := state.ReadLock(ctx, r.reader, p.owner.Namespace, p.owner.StateSuffix())
 	if err != nil {
@@ -159,23 +168,32 @@ func (r *provider[T]) checkLock(ctx context.Context, p *pass[T]) error {
 	if err != nil {
 		return err
 	}
-	if !alive {
-		p.unlockID = lock.Info.ID
+	if alive {
+		// Not the active Job (this pass would have stopped): a Job deleted while its Pod
+		// stops. That Pod may still write the state; a new Job waits rather than break its lock.
+		p.stateErr = &lockedError{who: who, ours: holder.String()}
+		p.lockForeign = true
+		return nil
 	}
+	p.unlockID = lock.Info.ID
 	return nil
 }
 
-// jobRuns reports whether the named Job exists and has not finished.
+// jobRuns reports whether the named Job may still write the state: it exists and has not
+// finished, or any of its Pods has not finished or is terminating. The Pods count on their own:
+// a Job deleted while its Pod stops is gone at once, but the Pod may be saving state for its
+// whole grace period, and breaking its lock then would make two writers of one state.
 func (r *provider[T]) jobRuns(ctx context.Context, namespace, name string) (bool, error) {
 	job := &batchv1.Job{}
 	err := r.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, job)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
 		return false, err
+	case jobs.Classify(job) == jobs.PhaseActive:
+		return true, nil
 	}
-	return jobs.Classify(job) == jobs.PhaseActive, nil
+	return jobs.PodsAlive(ctx, r.reader, namespace, name)
 }
 
 // backups takes a backup of a serial not backed up yet, prunes old ones and lists the rest.
