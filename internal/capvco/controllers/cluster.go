@@ -195,17 +195,18 @@ func (p *clusterProvider) reconcileMembers(ctx context.Context, s *clusterScope,
 		client.MatchingLabels{clusterv1.ClusterNameLabel: clusterName(s)}, client.HasLabels{clusterv1.MachineControlPlaneLabel}); err != nil {
 		return nil, err
 	}
-	var candidates []string
+	var candidates, leaving []string
 	for _, m := range machines.Items {
-		if !m.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if ip := internalIP(m.Status.Addresses); ip != "" {
+		ip := internalIP(m.Status.Addresses)
+		switch {
+		case ip == "":
+		case m.DeletionTimestamp.IsZero():
 			candidates = append(candidates, ip)
+		default:
+			leaving = append(leaving, ip)
 		}
 	}
-	slices.Sort(candidates)
-	healthy := health.Healthy(ctx, p.prober, candidates, decide.DefaultAPIServerPort)
+	healthy := health.Healthy(ctx, p.prober, decide.ProbeSet(candidates, leaving, pool.Hosts), decide.DefaultAPIServerPort)
 	return loadbalancer.SyncMembers(ctx, api, cloudspaceID, pool, healthy)
 }
 

@@ -349,7 +349,7 @@ func (h *harness) assertNothingLeft(keepVGPU func(string) bool) {
 // mutating counts the mutating calls the simulator served since the last ResetRequests.
 func (h *harness) mutating() (n int, what []string) {
 	for _, r := range h.sim.Requests() {
-		if r.Method != "GET" && strings.HasPrefix(r.Route, "/customers") {
+		if r.Method != "GET" && strings.HasPrefix(r.Route, "/api/1/") {
 			n++
 			what = append(what, r.Method+" "+r.Route)
 		}

@@ -123,6 +123,21 @@ func PoolDelta(hosts []vco.PoolHost, healthy []string) (add []string, remove []v
 	return add, remove
 }
 
+// ProbeSet is what the health check probes: the control-plane machines' addresses, and the
+// pool's current hosts except those of machines being deleted (which leave at once). Probing
+// current hosts too keeps a member whose machine has not reported its address yet (status
+// lost in a move, a restart) instead of dropping it and cutting the API off.
+func ProbeSet(machines, leaving []string, hosts []vco.PoolHost) []string {
+	set := slices.Clone(machines)
+	for _, h := range hosts {
+		if !slices.Contains(leaving, h.Address) {
+			set = append(set, h.Address)
+		}
+	}
+	slices.Sort(set)
+	return slices.Compact(set)
+}
+
 // MeshPairs lists the links of a full mesh over n sites: (i, j) with i < j.
 func MeshPairs(n int) [][2]int {
 	var out [][2]int

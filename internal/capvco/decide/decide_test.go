@@ -47,6 +47,14 @@ func TestPoolDelta(t *testing.T) {
 	}
 }
 
+func TestProbeSet(t *testing.T) {
+	hosts := []vco.PoolHost{{Address: "10.0.0.1"}, {Address: "10.0.0.9"}, {Address: "10.0.0.2"}}
+	got := ProbeSet([]string{"10.0.0.3", "10.0.0.1"}, []string{"10.0.0.2"}, hosts)
+	if want := []string{"10.0.0.1", "10.0.0.3", "10.0.0.9"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("ProbeSet = %v, want %v (a leaving machine is not probed; an unreported member is)", got, want)
+	}
+}
+
 func TestGPUProfile(t *testing.T) {
 	offered := []vco.GPUProfile{{ID: "z", Vendor: "NVIDIA", AvailableInstances: 1}, {ID: "a", Vendor: "NVIDIA"}, {ID: "m", Vendor: "NVIDIA", AvailableInstances: 3}}
 	if p, err := GPUProfile(capvcov1.GPUSpec{Vendor: "nvidia"}, offered); err != nil || p != "m" {
