@@ -118,6 +118,9 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 		p.requeueAfter(30 * time.Second)
 		return err
 	}
+	if err := r.ensureLockAccess(ctx, p); err != nil {
+		return r.startFailed(ctx, p, name, err)
+	}
 	// The durable inputs are what a destroy runs with: an apply may change the infrastructure,
 	// a plan never does, so only an apply replaces them.
 	if d.Op == captfv1.OperationApply {

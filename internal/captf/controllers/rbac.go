@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+	"github.com/capx-io/capx/internal/captf/contract"
 )
 
 // The runner's identity in every namespace with CAPTF objects.
@@ -125,4 +127,97 @@ func (r *provider[T]) checkServiceAccount(ctx context.Context, p *pass[T]) (inva
 			name, captfv1.RunnerLabel, name, p.owner.Namespace, captfv1.RunnerLabel, runnerServiceAccount), nil
 	}
 	return "", nil
+}
+
+// runnerLocks names the Role (and its RoleBinding) that lets the runner accounts of a namespace
+// take the state locks of that namespace's CAPTF objects, and nothing else among its Leases.
+const runnerLocks = "captf-runner-locks"
+
+// ensureLockAccess lets the Job's account take its object's state lock: the lock Lease exists
+// (created unlocked, as the backend leaves it after an unlock, so the runner never needs to
+// create Leases), its name is one of the resourceNames of the namespace's runner-locks Role,
+// and the account is bound to that Role. RBAC cannot grant by name prefix, and create cannot be
+// limited by name, so this is how the runner's Lease rights stop at the state locks: the other
+// Leases of the namespace (leader election, say) are out of its reach. Called just before a
+// Job is created; everything is read live (Roles are not cached) and written only when missing.
+func (r *provider[T]) ensureLockAccess(ctx context.Context, p *pass[T]) error {
+	ns, suffix := p.owner.Namespace, p.owner.StateSuffix()
+	lockName := contract.LockLeaseName(suffix)
+	labels := p.owner.MoveLabels()
+	labels[contract.BackendStateLabel] = "true"
+	labels[contract.BackendSuffixLabel] = suffix
+	labels[contract.BackendWorkspaceLabel] = "default"
+	labels[contract.BackendManagedByLabel] = "terraform"
+	lock := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: lockName, Labels: labels}}
+	if err := r.client.Create(ctx, lock); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create the state lock Lease %s: %w", lockName, err)
+	}
+
+	rule := rbacv1.PolicyRule{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, Verbs: []string{"get", "update"}}
+	role := &rbacv1.Role{}
+	switch err := r.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: runnerLocks}, role); {
+	case apierrors.IsNotFound(err):
+		rule.ResourceNames = []string{lockName}
+		role = &rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: runnerLocks, Labels: map[string]string{captfv1.ManagedLabel: "true"}},
+			Rules:      []rbacv1.PolicyRule{rule},
+		}
+		if err := r.client.Create(ctx, role); err != nil {
+			return fmt.Errorf("create Role %s in %s: %w", runnerLocks, ns, err)
+		}
+	case err != nil:
+		return err
+	default:
+		names := []string{}
+		if len(role.Rules) == 1 {
+			names = role.Rules[0].ResourceNames
+		}
+		if len(role.Rules) != 1 || !slices.Contains(names, lockName) || !equalRule(role.Rules[0], rule) {
+			rule.ResourceNames = append(slices.Clone(names), lockName)
+			slices.Sort(rule.ResourceNames)
+			rule.ResourceNames = slices.Compact(rule.ResourceNames)
+			role.Rules = []rbacv1.PolicyRule{rule}
+			// Update with the resourceVersion read: a concurrent pass adding its own name makes
+			// this a conflict, retried, rather than a lost name.
+			if err := r.client.Update(ctx, role); err != nil {
+				return fmt.Errorf("add %s to Role %s in %s: %w", lockName, runnerLocks, ns, err)
+			}
+		}
+	}
+
+	account := p.policy.ServiceAccountName
+	if account == "" {
+		account = runnerServiceAccount
+	}
+	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: account, Namespace: ns}
+	ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: runnerLocks}
+	rb := &rbacv1.RoleBinding{}
+	switch err := r.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: runnerLocks}, rb); {
+	case apierrors.IsNotFound(err):
+		rb = &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: runnerLocks, Labels: map[string]string{captfv1.ManagedLabel: "true"}},
+			RoleRef:    ref, Subjects: []rbacv1.Subject{subject},
+		}
+		if err := r.client.Create(ctx, rb); err != nil {
+			return fmt.Errorf("create RoleBinding %s in %s: %w", runnerLocks, ns, err)
+		}
+	case err != nil:
+		return err
+	case rb.RoleRef != ref:
+		if err := r.client.Delete(ctx, rb, client.Preconditions{UID: &rb.UID}); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		return fmt.Errorf("RoleBinding %s in %s bound %s %s; replaced on the next attempt", runnerLocks, ns, rb.RoleRef.Kind, rb.RoleRef.Name)
+	case !slices.Contains(rb.Subjects, subject):
+		rb.Subjects = append(rb.Subjects, subject)
+		if err := r.client.Update(ctx, rb); err != nil {
+			return fmt.Errorf("bind %s to Role %s in %s: %w", account, runnerLocks, ns, err)
+		}
+	}
+	return nil
+}
+
+func equalRule(a, b rbacv1.PolicyRule) bool {
+	return slices.Equal(a.APIGroups, b.APIGroups) && slices.Equal(a.Resources, b.Resources) && slices.Equal(a.Verbs, b.Verbs) &&
+		len(a.NonResourceURLs) == 0
 }

@@ -2,10 +2,13 @@ package controllers_test
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +56,20 @@ func TestRunnerAccounts(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "captf-runner"}, sa)).To(Succeed())
 	g.Expect(sa.Labels).To(And(HaveKeyWithValue(captfv1.ManagedLabel, "true"), HaveKeyWithValue(captfv1.RunnerLabel, "true")))
 
+	// The runner's Lease rights stop at the state locks of the namespace's objects (issue 9):
+	// its ClusterRole has none, and the manager grants get and update on each lock Lease by name.
+	g.Expect(env.Apply(ctx, filepath.Join(env.Root, "config", "rbac", "runner_role.yaml"))).To(Succeed())
+	c1Lock := contract.LockLeaseName(contract.StateSuffix(ns, contract.KindCluster, "c1"))
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: c1Lock}, &coordinationv1.Lease{})).To(Succeed(),
+		"the lock Lease is created unlocked, so the runner never creates Leases")
+	runner := "system:serviceaccount:" + ns + ":captf-runner"
+	g.Eventually(func() bool { return can(t, runner, ns, "update", c1Lock) }, 10*time.Second, 200*time.Millisecond).Should(BeTrue())
+	g.Expect(can(t, runner, ns, "get", c1Lock)).To(BeTrue())
+	g.Expect(can(t, runner, ns, "update", "some-controller-leader-election")).To(BeFalse())
+	g.Expect(can(t, runner, ns, "get", "some-controller-leader-election")).To(BeFalse())
+	g.Expect(can(t, runner, ns, "create", "")).To(BeFalse())
+	g.Expect(can(t, runner, ns, "delete", c1Lock)).To(BeFalse())
+
 	// Any other account of the namespace needs the opt-in label.
 	c2 := newTerraformCluster(t, ns, "c2", func(o *captfv1.TerraformCluster) {
 		o.Spec.Jobs = &captfv1.JobPolicy{ServiceAccountName: "deployer"}
@@ -84,4 +101,24 @@ func TestRunnerAccounts(t *testing.T) {
 		}
 		return accounts
 	}, time.Minute, 200*time.Millisecond).Should(Equal([]string{"deployer"}))
+	c2Lock := contract.LockLeaseName(contract.StateSuffix(ns, contract.KindCluster, "c2"))
+	deployer := "system:serviceaccount:" + ns + ":deployer"
+	g.Eventually(func() bool { return can(t, deployer, ns, "update", c2Lock) }, 10*time.Second, 200*time.Millisecond).Should(BeTrue())
+	g.Expect(can(t, runner, ns, "update", c2Lock)).To(BeTrue(), "the Role lists every lock of the namespace")
+}
+
+// can asks the API server's authorizer whether user may do verb on the named Lease in ns.
+func can(t *testing.T, user, ns, verb, name string) bool {
+	t.Helper()
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:   user,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: ns, Verb: verb, Group: coordinationv1.GroupName, Resource: "leases", Name: name,
+		},
+	}}
+	if err := env.Client.Create(context.Background(), sar); err != nil {
+		t.Fatal(err)
+	}
+	return sar.Status.Allowed
 }
