@@ -33,7 +33,12 @@ func NewRoot(f *Factory, short, long string) *cobra.Command {
 	root.PersistentFlags().Var(&f.Color, "color", "Colour the output: auto (when stdout is a terminal and NO_COLOR is unset), always or never.")
 	_ = root.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]string{"auto", "always", "never"}, cobra.ShellCompDirectiveNoFileComp))
 	root.CompletionOptions.HiddenDefaultCmd = false
+	// cobra drops its completion command from a root without subcommands, which this one
+	// still is; a placeholder keeps it (and the plugin subcommand added to it below).
+	placeholder := &cobra.Command{Use: "placeholder"}
+	root.AddCommand(placeholder)
 	root.InitDefaultCompletionCmd()
+	root.RemoveCommand(placeholder)
 	for _, c := range root.Commands() {
 		if c.Name() == "completion" {
 			c.AddCommand(newCompletionPluginCmd(f))
