@@ -1,0 +1,267 @@
+// Package approve is `kubectl captf approve PLAN|OBJECT`: approve a pending plan as the caller,
+// optionally only a given hash, and optionally follow its apply to the end.
+package approve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+	"github.com/capx-io/capx/internal/cli/captf/objects"
+	"github.com/capx-io/capx/internal/cli/captf/plan/show"
+	"github.com/capx-io/capx/internal/cli/cmdutil"
+)
+
+// Options are the command's inputs.
+type Options struct {
+	IO         *cmdutil.IOStreams
+	Styles     *cmdutil.Styles
+	Name       string
+	Client     func() (client.WithWatch, error)
+	Kubernetes func() (kubernetes.Interface, error)
+	Namespace  func() (string, error)
+
+	Arg      string
+	Hash     string
+	Yes      bool
+	Wait     bool
+	Timeout  time.Duration
+	Interval time.Duration
+	Output   cmdutil.Format
+}
+
+// NewCmd returns the command; runF replaces run in tests.
+func NewCmd(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: f.IO, Name: f.Name, Client: f.Client, Kubernetes: f.Kubernetes, Namespace: f.Namespace, Interval: 2 * time.Second}
+	cmd := &cobra.Command{
+		Use:   "approve PLAN|OBJECT",
+		Short: "Approve a pending plan as yourself, and optionally wait for its apply",
+		Long: `Approve a TerraformPlan (by name, or the pending plan of a TerraformCluster, TerraformMachinePool
+or TerraformMachine) as the user the API server authenticates you as (a SelfSubjectReview, what
+"kubectl auth whoami" shows); the captf-plan-approval admission policy refuses any other name.
+The summary is shown first; on a terminal you confirm, elsewhere pass --yes or --hash.
+
+--hash approves only a plan with exactly that hash, so a script approves what was reviewed and
+never a newer plan. A superseded, applied or failed plan is refused with what to do instead.
+--wait follows the apply until the plan is Applied (exit 0) or Failed (exit 2).`,
+		Example: fmt.Sprintf(`  # review, then approve the pending plan of a cluster and follow the apply
+  %[1]s plan show my-cluster -n team-a
+  %[1]s approve my-cluster -n team-a --wait
+
+  # in a script: approve exactly the plan that was reviewed
+  %[1]s approve my-cluster-4f2a9c01de -n team-a --hash p2:6d1f... --wait --timeout 30m`, f.Name),
+		Args:              cmdutil.ExactArgs(1),
+		ValidArgsFunction: cmdutil.CompleteNames(f, 1, append([]client.ObjectList{&captfv1.TerraformPlanList{}}, objects.Lists()...)...),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Arg = args[0]
+			opts.Styles = f.ErrStyles()
+			if runF != nil {
+				return runF(opts)
+			}
+			return run(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Hash, "hash", "", "Approve only if the plan's hash is exactly this (p2:...).")
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "Approve without asking.")
+	cmd.Flags().BoolVar(&opts.Wait, "wait", false, "Wait until the approved plan is applied (or fails).")
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 30*time.Minute, "How long --wait waits.")
+	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+// Result is the printed shape (kind Approval).
+type Result struct {
+	cmdutil.TypeMeta `json:",inline"`
+	Plan             string             `json:"plan"`
+	Namespace        string             `json:"namespace"`
+	Target           captfv1.PlanTarget `json:"target"`
+	PlanHash         string             `json:"planHash"`
+	ApprovedBy       string             `json:"approvedBy"`
+	// AlreadyApproved is true when the plan was approved before this command (by the caller).
+	AlreadyApproved bool `json:"alreadyApproved,omitempty"`
+	// Phase is the plan's phase when the command ended (Applied after a successful --wait).
+	Phase captfv1.PlanPhase `json:"phase"`
+}
+
+// Whoami returns the caller's user name as the API server authenticates it.
+func Whoami(ctx context.Context, cs kubernetes.Interface) (string, error) {
+	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("ask the API server who you are (SelfSubjectReview): %w", err)
+	}
+	if r.Status.UserInfo.Username == "" {
+		return "", errors.New("the API server did not say who you are (SelfSubjectReview returned no user name)")
+	}
+	return r.Status.UserInfo.Username, nil
+}
+
+func run(ctx context.Context, opts *Options) error {
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	cs, err := opts.Kubernetes()
+	if err != nil {
+		return err
+	}
+	ns, err := opts.Namespace()
+	if err != nil {
+		return err
+	}
+	tp, _, err := objects.GetPlan(ctx, c, ns, opts.Arg)
+	if err != nil {
+		if errors.Is(err, objects.ErrNotFound) {
+			return cmdutil.WithCode(cmdutil.ExitFailure, fmt.Errorf("%w; list plans with: %s plan list -n %s", err, opts.Name, ns))
+		}
+		return err
+	}
+	user, err := Whoami(ctx, cs)
+	if err != nil {
+		return err
+	}
+	res := Result{TypeMeta: cmdutil.Meta("Approval"), Plan: tp.Name, Namespace: tp.Namespace, Target: tp.Spec.TargetRef, PlanHash: tp.Spec.PlanHash}
+	if err := Refusal(tp, opts.Hash, user, opts.Name); err != nil {
+		return cmdutil.WithCode(cmdutil.ExitFailure, err)
+	}
+	if tp.Spec.Approved {
+		res.AlreadyApproved = true
+		fmt.Fprintf(opts.IO.ErrOut, "TerraformPlan %s is already approved by %s.\n", tp.Name, tp.Spec.ApprovedBy)
+	} else {
+		p := show.Load(ctx, c, tp)
+		show.Render(opts.IO.ErrOut, opts.Styles, opts.Name, p, false)
+		fmt.Fprintln(opts.IO.ErrOut)
+		question := fmt.Sprintf("Approve TerraformPlan %s (%s) as %s?", tp.Name, tp.Spec.PlanHash, user)
+		if err := cmdutil.Confirm(opts.IO, opts.Yes || opts.Hash != "", question); err != nil {
+			return err
+		}
+		if err := approve(ctx, c, tp, user); err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "Approved TerraformPlan %s as %s.\n", tp.Name, user)
+	}
+	res.ApprovedBy = user
+	res.Phase = objects.Phase(tp)
+	if opts.Wait {
+		phase, err := waitApplied(ctx, c, opts, tp)
+		res.Phase = phase
+		if perr := printResult(opts, res); perr != nil {
+			return perr
+		}
+		return err
+	}
+	return printResult(opts, res)
+}
+
+func printResult(opts *Options, res Result) error {
+	return cmdutil.Print(opts.IO.Out, opts.Output, res, func() error {
+		_, err := fmt.Fprintf(opts.IO.Out, "terraformplan/%s approved by %s (%s)\n", res.Plan, res.ApprovedBy, res.Phase)
+		return err
+	})
+}
+
+// Refusal says why tp cannot be approved by user (with hash, if given), or nil. name is the
+// plugin as typed, for the commands the message suggests.
+func Refusal(tp *captfv1.TerraformPlan, hash, user, name string) error {
+	target := fmt.Sprintf("%s/%s", strings.ToLower(tp.Spec.TargetRef.Kind), tp.Spec.TargetRef.Name)
+	if hash != "" && hash != tp.Spec.PlanHash {
+		return fmt.Errorf("TerraformPlan %s has hash %s, not %s: the plan is not the one you reviewed; review it with: %s plan show %s -n %s",
+			tp.Name, tp.Spec.PlanHash, hash, name, tp.Name, tp.Namespace)
+	}
+	switch objects.Phase(tp) {
+	case captfv1.PlanSuperseded:
+		return fmt.Errorf("TerraformPlan %s was superseded by a newer plan and can no longer be approved; review the newest with: %s plan show %s -n %s",
+			tp.Name, name, target, tp.Namespace)
+	case captfv1.PlanApplied:
+		return fmt.Errorf("TerraformPlan %s was already applied; nothing to approve", tp.Name)
+	case captfv1.PlanFailed:
+		return fmt.Errorf("TerraformPlan %s failed (its apply planned something else) and can no longer be approved; the new plan waits: %s plan show %s -n %s",
+			tp.Name, name, target, tp.Namespace)
+	}
+	if tp.Spec.Approved && tp.Spec.ApprovedBy != user {
+		return fmt.Errorf("TerraformPlan %s is already approved by %s; an approval cannot be re-attributed", tp.Name, tp.Spec.ApprovedBy)
+	}
+	return nil
+}
+
+// approve patches the approval, guarded by the resourceVersion the summary was shown from, so
+// a plan that changed meanwhile is never approved unseen.
+func approve(ctx context.Context, c client.Client, tp *captfv1.TerraformPlan, user string) error {
+	patch := client.MergeFromWithOptions(tp.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	tp.Spec.Approved = true
+	tp.Spec.ApprovedBy = user
+	if err := c.Patch(ctx, tp, patch); err != nil {
+		switch {
+		case apierrors.IsConflict(err):
+			return fmt.Errorf("TerraformPlan %s changed while you reviewed it; run the command again to see it: %w", tp.Name, err)
+		case apierrors.IsForbidden(err):
+			return fmt.Errorf("approving TerraformPlan %s was refused (approving needs patch on terraformplans, ClusterRole capx-captf-plan-approver): %w", tp.Name, err)
+		case apierrors.IsInvalid(err):
+			return fmt.Errorf("the API server refused the approval of TerraformPlan %s: %w", tp.Name, err)
+		}
+		return fmt.Errorf("approve TerraformPlan %s: %w", tp.Name, err)
+	}
+	return nil
+}
+
+// waitApplied follows the plan and its target until the plan is Applied or can no longer be.
+func waitApplied(ctx context.Context, c client.Reader, opts *Options, tp *captfv1.TerraformPlan) (captfv1.PlanPhase, error) {
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	var last string
+	phase := objects.Phase(tp)
+	err := wait.PollUntilContextCancel(ctx, opts.Interval, true, func(ctx context.Context) (bool, error) {
+		cur := &captfv1.TerraformPlan{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(tp), cur); err != nil {
+			if apierrors.IsNotFound(err) {
+				return false, fmt.Errorf("TerraformPlan %s was deleted while waiting", tp.Name)
+			}
+			return false, nil
+		}
+		phase = objects.Phase(cur)
+		progress := string(phase)
+		if o, err := objects.Get(ctx, c, tp.Namespace, cur.Spec.TargetRef.Kind+"/"+cur.Spec.TargetRef.Name); err == nil {
+			if j := o.Status.ActiveJob; j != nil {
+				progress += fmt.Sprintf(", %s Job %s running", j.Operation, j.Name)
+			}
+			if cond := objects.Condition(o.Conditions, captfv1.ApplyJobSucceededCondition); cond != nil {
+				progress += fmt.Sprintf(", %s=%s (%s)", cond.Type, cond.Status, cond.Reason)
+			}
+		}
+		if progress != last {
+			fmt.Fprintf(opts.IO.ErrOut, "%s  %s\n", time.Now().Format("15:04:05"), progress)
+			last = progress
+		}
+		switch phase {
+		case captfv1.PlanApplied:
+			return true, nil
+		case captfv1.PlanFailed, captfv1.PlanSuperseded:
+			return false, fmt.Errorf("TerraformPlan %s is %s: %s", tp.Name, phase, planMessage(cur))
+		}
+		return false, nil
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return phase, fmt.Errorf("TerraformPlan %s is still %s after %s; keep watching with: %s status -n %s", tp.Name, phase, opts.Timeout, opts.Name, tp.Namespace)
+		}
+		return phase, err
+	}
+	return phase, nil
+}
+
+func planMessage(tp *captfv1.TerraformPlan) string {
+	if c := objects.Condition(tp.Status.Conditions, captfv1.ReadyCondition); c != nil && c.Message != "" {
+		return c.Message
+	}
+	return "see " + tp.Name + "'s conditions"
+}

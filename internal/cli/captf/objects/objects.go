@@ -1,0 +1,302 @@
+// Package objects is how every `kubectl captf` command finds what its arguments name: a CAPTF
+// object (TerraformCluster, TerraformMachinePool, TerraformMachine) by name or kind/name, the
+// objects of a Cluster, and a TerraformPlan by its name or by its target object.
+package objects
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+	"github.com/capx-io/capx/internal/captf/jobs"
+)
+
+// Object is one CAPTF object, whatever its kind.
+type Object struct {
+	Kind string
+	Obj  client.Object
+	Spec *captfv1.WorkspaceSpec
+	// Status is the status every kind shares.
+	Status     *captfv1.WorkspaceStatus
+	Conditions []metav1.Condition
+	// Cluster is the CAPI cluster-name label.
+	Cluster string
+}
+
+// Name is the object's name.
+func (o *Object) Name() string { return o.Obj.GetName() }
+
+// Namespace is the object's namespace.
+func (o *Object) Namespace() string { return o.Obj.GetNamespace() }
+
+// Ref is "Kind/name".
+func (o *Object) Ref() string { return o.Kind + "/" + o.Obj.GetName() }
+
+// Owner is the jobs.Owner whose labels the manager puts on the object's Jobs and Secrets.
+func (o *Object) Owner() jobs.Owner {
+	ow, _ := jobs.OwnerOf(o.Obj, o.Cluster)
+	return ow
+}
+
+// Kinds are the CAPTF kinds in tree order, with the names and short names users type.
+var Kinds = []struct {
+	Kind    string
+	Aliases []string
+}{
+	{"TerraformCluster", []string{"terraformcluster", "terraformclusters", "tfc"}},
+	{"TerraformMachinePool", []string{"terraformmachinepool", "terraformmachinepools", "tfmp"}},
+	{"TerraformMachine", []string{"terraformmachine", "terraformmachines", "tfm"}},
+}
+
+// Wrap returns the Object view of a TerraformCluster, TerraformMachinePool or TerraformMachine.
+func Wrap(obj client.Object) *Object {
+	o := &Object{Obj: obj, Cluster: obj.GetLabels()[clusterv1.ClusterNameLabel]}
+	switch t := obj.(type) {
+	case *captfv1.TerraformCluster:
+		o.Kind, o.Spec, o.Status, o.Conditions = "TerraformCluster", &t.Spec.WorkspaceSpec, &t.Status.WorkspaceStatus, t.Status.Conditions
+	case *captfv1.TerraformMachinePool:
+		o.Kind, o.Spec, o.Status, o.Conditions = "TerraformMachinePool", &t.Spec.WorkspaceSpec, &t.Status.WorkspaceStatus, t.Status.Conditions
+	case *captfv1.TerraformMachine:
+		o.Kind, o.Spec, o.Status, o.Conditions = "TerraformMachine", &t.Spec.WorkspaceSpec, &t.Status.WorkspaceStatus, t.Status.Conditions
+	default:
+		panic(fmt.Sprintf("objects: %T is not a CAPTF kind", obj))
+	}
+	return o
+}
+
+// NewList returns an empty list of kind.
+func NewList(kind string) client.ObjectList {
+	switch kind {
+	case "TerraformCluster":
+		return &captfv1.TerraformClusterList{}
+	case "TerraformMachinePool":
+		return &captfv1.TerraformMachinePoolList{}
+	case "TerraformMachine":
+		return &captfv1.TerraformMachineList{}
+	}
+	return nil
+}
+
+func newObject(kind string) client.Object {
+	switch kind {
+	case "TerraformCluster":
+		return &captfv1.TerraformCluster{}
+	case "TerraformMachinePool":
+		return &captfv1.TerraformMachinePool{}
+	case "TerraformMachine":
+		return &captfv1.TerraformMachine{}
+	}
+	return nil
+}
+
+// Lists are empty lists of every kind, for completion and block-move checks.
+func Lists() []client.ObjectList {
+	out := make([]client.ObjectList, len(Kinds))
+	for i, k := range Kinds {
+		out[i] = NewList(k.Kind)
+	}
+	return out
+}
+
+// ParseKind returns the kind a user typed (any alias, case-insensitive), or "".
+func ParseKind(s string) string {
+	s = strings.ToLower(s)
+	if i := strings.Index(s, "."); i > 0 {
+		s = s[:i] // terraformclusters.infrastructure.cluster.x-k8s.io
+	}
+	for _, k := range Kinds {
+		for _, a := range k.Aliases {
+			if a == s {
+				return k.Kind
+			}
+		}
+	}
+	return ""
+}
+
+// ErrNotFound is returned when an argument names nothing.
+var ErrNotFound = errors.New("not found")
+
+// Get resolves arg, "NAME" or "KIND/NAME", to the CAPTF object in namespace. A bare name that
+// more than one kind has is an error that says how to choose.
+func Get(ctx context.Context, c client.Reader, namespace, arg string) (*Object, error) {
+	kinds := []string{"TerraformCluster", "TerraformMachinePool", "TerraformMachine"}
+	name := arg
+	if k, n, ok := strings.Cut(arg, "/"); ok {
+		kind := ParseKind(k)
+		if kind == "" {
+			return nil, fmt.Errorf("%q is not a CAPTF kind: use terraformcluster (tfc), terraformmachinepool (tfmp) or terraformmachine (tfm)", k)
+		}
+		kinds, name = []string{kind}, n
+	}
+	var found []*Object
+	for _, k := range kinds {
+		obj := newObject(k)
+		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s %s/%s: %w", k, namespace, name, err)
+		}
+		found = append(found, Wrap(obj))
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("no TerraformCluster, TerraformMachinePool or TerraformMachine %q in namespace %s: %w", arg, namespace, ErrNotFound)
+	case 1:
+		return found[0], nil
+	}
+	var refs []string
+	for _, o := range found {
+		refs = append(refs, strings.ToLower(o.Kind)+"/"+name)
+	}
+	return nil, fmt.Errorf("%q names %d objects: say which, e.g. %s", arg, len(found), strings.Join(refs, " or "))
+}
+
+// List returns the CAPTF objects in namespace ("" for all) matching opts, in tree order: by
+// kind (cluster, pools, machines), then namespace and name.
+func List(ctx context.Context, c client.Reader, namespace string, opts ...client.ListOption) ([]*Object, error) {
+	var out []*Object
+	for _, k := range Kinds {
+		l := NewList(k.Kind)
+		lo := append([]client.ListOption{client.InNamespace(namespace)}, opts...)
+		if err := c.List(ctx, l, lo...); err != nil {
+			return nil, fmt.Errorf("list %ss: %w", k.Kind, err)
+		}
+		start := len(out)
+		switch t := l.(type) {
+		case *captfv1.TerraformClusterList:
+			for i := range t.Items {
+				out = append(out, Wrap(&t.Items[i]))
+			}
+		case *captfv1.TerraformMachinePoolList:
+			for i := range t.Items {
+				out = append(out, Wrap(&t.Items[i]))
+			}
+		case *captfv1.TerraformMachineList:
+			for i := range t.Items {
+				out = append(out, Wrap(&t.Items[i]))
+			}
+		}
+		part := out[start:]
+		sort.Slice(part, func(i, j int) bool {
+			if part[i].Namespace() != part[j].Namespace() {
+				return part[i].Namespace() < part[j].Namespace()
+			}
+			return part[i].Name() < part[j].Name()
+		})
+	}
+	return out, nil
+}
+
+// OfCluster lists the CAPTF objects of a CAPI Cluster (by the cluster-name label).
+func OfCluster(ctx context.Context, c client.Reader, namespace, cluster string) ([]*Object, error) {
+	return List(ctx, c, namespace, client.MatchingLabels{clusterv1.ClusterNameLabel: cluster})
+}
+
+// Plans lists TerraformPlans in namespace ("" for all), newest first.
+func Plans(ctx context.Context, c client.Reader, namespace string, opts ...client.ListOption) ([]captfv1.TerraformPlan, error) {
+	var list captfv1.TerraformPlanList
+	if err := c.List(ctx, &list, append([]client.ListOption{client.InNamespace(namespace)}, opts...)...); err != nil {
+		return nil, fmt.Errorf("list TerraformPlans: %w", err)
+	}
+	sort.SliceStable(list.Items, func(i, j int) bool {
+		a, b := list.Items[i].CreationTimestamp, list.Items[j].CreationTimestamp
+		if !a.Equal(&b) {
+			return b.Before(&a)
+		}
+		return list.Items[i].Name < list.Items[j].Name
+	})
+	return list.Items, nil
+}
+
+// Phase is a plan's phase: its label (which survives clusterctl move), else its status.
+func Phase(tp *captfv1.TerraformPlan) captfv1.PlanPhase {
+	if p := tp.Labels[captfv1.PlanPhaseLabel]; p != "" {
+		return captfv1.PlanPhase(p)
+	}
+	return tp.Status.Phase
+}
+
+// PlansOf lists the TerraformPlans of an object, newest first.
+func PlansOf(ctx context.Context, c client.Reader, o *Object) ([]captfv1.TerraformPlan, error) {
+	all, err := Plans(ctx, c, o.Namespace(), o.Owner().Selector())
+	if err != nil {
+		return nil, err
+	}
+	var out []captfv1.TerraformPlan
+	for _, tp := range all {
+		if tp.Spec.TargetRef.Kind == o.Kind && tp.Spec.TargetRef.Name == o.Name() {
+			out = append(out, tp)
+		}
+	}
+	return out, nil
+}
+
+// GetPlan resolves arg to a TerraformPlan: a plan's name, or an object (NAME or KIND/NAME)
+// whose pending plan (status.pendingPlanRef, else its newest Pending or Approved plan) it
+// means. target is the object when arg named one.
+func GetPlan(ctx context.Context, c client.Reader, namespace, arg string) (tp *captfv1.TerraformPlan, target *Object, err error) {
+	if !strings.Contains(arg, "/") {
+		tp = &captfv1.TerraformPlan{}
+		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: arg}, tp)
+		if err == nil {
+			return tp, nil, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, nil, fmt.Errorf("read TerraformPlan %s/%s: %w", namespace, arg, err)
+		}
+	} else if k, n, _ := strings.Cut(arg, "/"); strings.EqualFold(k, "terraformplan") || strings.EqualFold(k, "tfplan") || strings.EqualFold(k, "terraformplans") {
+		tp = &captfv1.TerraformPlan{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: n}, tp); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, nil, fmt.Errorf("no TerraformPlan %q in namespace %s: %w", n, namespace, ErrNotFound)
+			}
+			return nil, nil, err
+		}
+		return tp, nil, nil
+	}
+	o, err := Get(ctx, c, namespace, arg)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, nil, fmt.Errorf("no TerraformPlan and no CAPTF object %q in namespace %s: %w", arg, namespace, ErrNotFound)
+		}
+		return nil, nil, err
+	}
+	plans, err := PlansOf(ctx, c, o)
+	if err != nil {
+		return nil, o, err
+	}
+	if ref := o.Status.PendingPlanRef; ref != nil {
+		for i := range plans {
+			if plans[i].Name == ref.Name {
+				return &plans[i], o, nil
+			}
+		}
+	}
+	for i := range plans {
+		if p := Phase(&plans[i]); p == captfv1.PlanPending || p == captfv1.PlanApproved {
+			return &plans[i], o, nil
+		}
+	}
+	return nil, o, fmt.Errorf("%s has no pending plan: %w", o.Ref(), ErrNotFound)
+}
+
+// Condition returns the condition of type t, or nil.
+func Condition(conds []metav1.Condition, t string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}

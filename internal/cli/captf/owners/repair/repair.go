@@ -1,0 +1,100 @@
+// Package repair is `kubectl captf owners repair [CLUSTER] --yes`: set the owner references
+// owners check reports as missing or stale. Without --yes it only shows what it would change.
+package repair
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capx-io/capx/internal/cli/captf/owners"
+	"github.com/capx-io/capx/internal/cli/cmdutil"
+)
+
+// Options are the command's inputs.
+type Options struct {
+	IO        *cmdutil.IOStreams
+	Styles    *cmdutil.Styles
+	Name      string
+	Client    func() (client.WithWatch, error)
+	Namespace func() (string, error)
+
+	Cluster string
+	Yes     bool
+	Output  cmdutil.Format
+}
+
+// NewCmd returns the command; runF replaces run in tests.
+func NewCmd(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: f.IO, Name: f.Name, Client: f.Client, Namespace: f.Namespace}
+	cmd := &cobra.Command{
+		Use:   "repair [CLUSTER] --yes",
+		Short: "Repair missing or stale owner references (a dry run without --yes)",
+		Long: `Give every Secret and TerraformPlan that "owners check" reports an owner reference to its CAPTF
+object's current UID (a plan view: to its TerraformPlan), dropping the stale one. Each patch is
+guarded by the object's resourceVersion. Without --yes nothing is changed: the command lists
+what it would repair.
+
+Exit codes: 0 nothing to repair or all repaired, 1 repairs needed (dry run), 2 an error.`,
+		Example: fmt.Sprintf(`  %[1]s owners repair my-cluster -n team-a          # dry run
+  %[1]s owners repair my-cluster -n team-a --yes`, f.Name),
+		Args:              cmdutil.MaximumNArgs(1),
+		ValidArgsFunction: cmdutil.CompleteNames(f, 1, &clusterv1.ClusterList{}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Cluster = args[0]
+			}
+			opts.Styles = f.Styles()
+			if runF != nil {
+				return runF(opts)
+			}
+			return run(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "Repair; without it, only show what would be repaired.")
+	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+func run(ctx context.Context, opts *Options) error {
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	ns, err := opts.Namespace()
+	if err != nil {
+		return err
+	}
+	objs, err := owners.Scope(ctx, c, ns, opts.Cluster)
+	if err != nil {
+		return err
+	}
+	findings, checked, err := owners.Find(ctx, c, objs)
+	if err != nil {
+		return err
+	}
+	var rerr error
+	if opts.Yes {
+		rerr = owners.Repair(ctx, c, findings)
+	}
+	r := owners.Report{TypeMeta: cmdutil.Meta("OwnerReferenceReport"), Namespace: ns, Cluster: opts.Cluster, Checked: checked, DryRun: !opts.Yes, Findings: findings}
+	if r.Findings == nil {
+		r.Findings = []owners.Finding{}
+	}
+	if err := cmdutil.Print(opts.IO.Out, opts.Output, r, func() error {
+		owners.Render(r, opts.Styles, opts.IO.Out, opts.Name)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if rerr != nil {
+		return rerr
+	}
+	if !opts.Yes && len(findings) > 0 {
+		return cmdutil.ErrFound
+	}
+	return nil
+}

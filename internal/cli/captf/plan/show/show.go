@@ -1,0 +1,344 @@
+// Package show is `kubectl captf plan show PLAN|OBJECT`: one plan's changes rendered for a
+// human (deletes and replaces first, attribute-level changes, sensitive values masked) or as
+// JSON/YAML, with kubectl diff's exit codes.
+package show
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+	"github.com/capx-io/capx/internal/captf/planview"
+	"github.com/capx-io/capx/internal/cli/captf/objects"
+	"github.com/capx-io/capx/internal/cli/cmdutil"
+)
+
+// Options are the command's inputs.
+type Options struct {
+	IO        *cmdutil.IOStreams
+	Styles    *cmdutil.Styles
+	Name      string
+	Client    func() (client.WithWatch, error)
+	Namespace func() (string, error)
+
+	Arg    string
+	Output cmdutil.Format
+	// Summary hides attribute-level changes.
+	Summary bool
+}
+
+// NewCmd returns the command; runF replaces run in tests.
+func NewCmd(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: f.IO, Name: f.Name, Client: f.Client, Namespace: f.Namespace}
+	cmd := &cobra.Command{
+		Use:   "show PLAN|OBJECT",
+		Short: "Show one plan's changes: deletes and replaces first, attribute by attribute",
+		Long: `Show the changes of a TerraformPlan, or of the pending plan of a TerraformCluster,
+TerraformMachinePool or TerraformMachine (NAME or KIND/NAME). Resources are grouped by action,
+deletes and replaces first; attribute-level before and after values are shown with sensitive
+values masked and values known only after apply marked; moved, imported and forgotten
+resources and output changes are listed. The changes are read from the Secret the plan's Job
+stored, not from pod logs.
+
+Exit codes, as kubectl diff: 0 the plan changes nothing, 1 it has changes, 2 an error, 3 bad
+usage.`,
+		Example: fmt.Sprintf(`  # the pending plan of a TerraformCluster
+  %[1]s plan show my-cluster -n team-a
+
+  # a plan by name, only the resource list
+  %[1]s plan show my-cluster-4f2a9c01de --summary
+
+  # for scripts: does the plan delete anything?
+  %[1]s plan show tfc/my-cluster -o json | jq '[.changes[] | select(.action == "delete" or .action == "replace")] | length'`, f.Name),
+		Args:              cmdutil.ExactArgs(1),
+		ValidArgsFunction: cmdutil.CompleteNames(f, 1, append([]client.ObjectList{&captfv1.TerraformPlanList{}}, objects.Lists()...)...),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Arg = args[0]
+			opts.Styles = f.Styles()
+			if runF != nil {
+				return runF(opts)
+			}
+			return run(cmd.Context(), opts)
+		},
+	}
+	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	cmd.Flags().BoolVar(&opts.Summary, "summary", false, "List resources only, without attribute changes.")
+	return cmd
+}
+
+// Plan is the printed shape (kind PlanView).
+type Plan struct {
+	cmdutil.TypeMeta `json:",inline"`
+	Name             string              `json:"name"`
+	Namespace        string              `json:"namespace"`
+	Target           captfv1.PlanTarget  `json:"target"`
+	Phase            captfv1.PlanPhase   `json:"phase"`
+	Reason           captfv1.PlanReason  `json:"reason"`
+	PlanHash         string              `json:"planHash"`
+	InputsHash       string              `json:"inputsHash"`
+	Approved         bool                `json:"approved"`
+	ApprovedBy       string              `json:"approvedBy,omitempty"`
+	Summary          captfv1.PlanSummary `json:"summary"`
+	Job              string              `json:"job,omitempty"`
+	// ViewAvailable is false when the plan's readable changes were not stored (Changes and
+	// Outputs are then empty; Summary still holds).
+	ViewAvailable bool                      `json:"viewAvailable"`
+	ViewProblem   string                    `json:"viewProblem,omitempty"`
+	Changes       []planview.ResourceChange `json:"changes"`
+	Outputs       []planview.OutputChange   `json:"outputs,omitempty"`
+	TotalChanges  int                       `json:"totalChanges"`
+	Truncated     bool                      `json:"truncated,omitempty"`
+}
+
+// HasChanges reports whether the plan changes anything.
+func (p *Plan) HasChanges() bool {
+	s := p.Summary
+	return s.Create+s.Update+s.Replace+s.Delete+s.OutputChanges > 0 || len(p.Changes) > 0 || len(p.Outputs) > 0
+}
+
+func run(ctx context.Context, opts *Options) error {
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	ns, err := opts.Namespace()
+	if err != nil {
+		return err
+	}
+	tp, _, err := objects.GetPlan(ctx, c, ns, opts.Arg)
+	if err != nil {
+		if errors.Is(err, objects.ErrNotFound) {
+			return cmdutil.WithCode(cmdutil.ExitFailure, fmt.Errorf("%w; list plans with: %s plan list -n %s", err, opts.Name, ns))
+		}
+		return err
+	}
+	p := Load(ctx, c, tp)
+	if err := cmdutil.Print(opts.IO.Out, opts.Output, p, func() error {
+		w := bufio.NewWriterSize(opts.IO.Out, 64<<10)
+		Render(w, opts.Styles, opts.Name, p, !opts.Summary)
+		return w.Flush()
+	}); err != nil {
+		return err
+	}
+	if p.HasChanges() {
+		return cmdutil.ErrFound
+	}
+	return nil
+}
+
+// Load reads the plan's view Secrets and returns the printed shape. A missing or unreadable
+// view is reported in ViewProblem, not as an error: the summary is still worth showing.
+func Load(ctx context.Context, c client.Reader, tp *captfv1.TerraformPlan) *Plan {
+	p := &Plan{
+		TypeMeta: cmdutil.Meta("PlanView"), Name: tp.Name, Namespace: tp.Namespace, Target: tp.Spec.TargetRef,
+		Phase: objects.Phase(tp), Reason: tp.Spec.Reason, PlanHash: tp.Spec.PlanHash, InputsHash: tp.Spec.InputsHash,
+		Approved: tp.Spec.Approved, ApprovedBy: tp.Spec.ApprovedBy, Summary: tp.Spec.Summary, Job: tp.Status.Job,
+		Changes: []planview.ResourceChange{},
+	}
+	v, err := ReadView(ctx, c, tp.Namespace, tp.Name)
+	if err != nil {
+		p.ViewProblem = err.Error()
+		return p
+	}
+	p.ViewAvailable = true
+	p.Changes, p.Outputs, p.TotalChanges, p.Truncated = v.Changes, v.Outputs, v.TotalChanges, v.Truncated
+	if p.Changes == nil {
+		p.Changes = []planview.ResourceChange{}
+	}
+	return p
+}
+
+// ReadView reads and decodes the view Secrets of TerraformPlan plan.
+func ReadView(ctx context.Context, c client.Reader, namespace, plan string) (*planview.View, error) {
+	first := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: planview.SecretName(plan)}, first); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("its Job stored no readable changes (Secret %s is missing)", planview.SecretName(plan))
+		}
+		return nil, fmt.Errorf("read Secret %s: %w", planview.SecretName(plan), err)
+	}
+	n, err := planview.Chunks(first)
+	if err != nil {
+		return nil, err
+	}
+	secrets := []*corev1.Secret{first}
+	for i := 1; i < n; i++ {
+		s := &corev1.Secret{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: planview.ChunkName(plan, i)}, s); err != nil {
+			return nil, fmt.Errorf("read Secret %s: %w", planview.ChunkName(plan, i), err)
+		}
+		secrets = append(secrets, s)
+	}
+	return planview.Decode(plan, secrets)
+}
+
+// Render writes the plan for a human. name is the plugin as typed ("kubectl captf").
+func Render(w io.Writer, st *cmdutil.Styles, name string, p *Plan, attributes bool) {
+	fmt.Fprintf(w, "%s %s  (%s/%s, namespace %s)\n", st.Bold("TerraformPlan"), st.Bold(p.Name), p.Target.Kind, p.Target.Name, p.Namespace)
+	fmt.Fprintf(w, "Phase:   %s\n", phaseLine(st, p))
+	fmt.Fprintf(w, "Hash:    %s\n", p.PlanHash)
+	s := p.Summary
+	fmt.Fprintf(w, "Plan:    %s to create, %s to update, %s to replace, %s to delete, %d output change(s)\n",
+		st.OK(fmt.Sprint(s.Create)), st.Warn(fmt.Sprint(s.Update)), st.Bad(fmt.Sprint(s.Replace)), st.Bad(fmt.Sprint(s.Delete)), s.OutputChanges)
+	if !p.ViewAvailable {
+		fmt.Fprintf(w, "\n%s %s; the summary lists:\n", st.Warn("Readable changes unavailable:"), p.ViewProblem)
+		for _, r := range s.Resources {
+			fmt.Fprintf(w, "  %s\n", r)
+		}
+		if s.Truncated {
+			fmt.Fprintln(w, "  ... (more changes than the summary keeps)")
+		}
+		if p.Job != "" {
+			fmt.Fprintf(w, "The full plan is in the log of Job %s: %s logs %s/%s -n %s\n", p.Job, name, strings.ToLower(p.Target.Kind), p.Target.Name, p.Namespace)
+		}
+	} else {
+		renderChanges(w, st, p, attributes)
+	}
+	if p.Truncated {
+		fmt.Fprintf(w, "\n%s the stored view was cut to fit its Secrets (%d changes in the plan); the Job log has the rest: %s logs %s/%s -n %s\n",
+			st.Warn("Truncated:"), p.TotalChanges, name, strings.ToLower(p.Target.Kind), p.Target.Name, p.Namespace)
+	}
+	if p.Phase == captfv1.PlanPending {
+		fmt.Fprintf(w, "\nApprove exactly this plan with: %s approve %s -n %s --hash %s\n", name, p.Name, p.Namespace, p.PlanHash)
+	}
+}
+
+func phaseLine(st *cmdutil.Styles, p *Plan) string {
+	switch p.Phase {
+	case captfv1.PlanPending:
+		why := "applyPolicy is Manual"
+		if p.Reason == captfv1.PlanReasonDestructive {
+			why = "it deletes or replaces resources"
+		}
+		return st.Warn("Pending") + ", waiting for approval because " + why
+	case captfv1.PlanApproved:
+		return st.OK("Approved") + " by " + p.ApprovedBy + ", applying"
+	case captfv1.PlanApplied:
+		return st.OK("Applied") + approvedBy(p)
+	case captfv1.PlanSuperseded:
+		return st.Faint("Superseded") + ": a newer plan replaced it"
+	case captfv1.PlanFailed:
+		return st.Bad("Failed") + ": the approved apply planned something else"
+	}
+	return string(p.Phase)
+}
+
+func approvedBy(p *Plan) string {
+	if p.ApprovedBy == "" {
+		return ""
+	}
+	return " (approved by " + p.ApprovedBy + ")"
+}
+
+var groups = []struct {
+	action, title, mark string
+}{
+	{planview.ActionDelete, "Delete", "-"},
+	{planview.ActionReplace, "Replace", "-/+"},
+	{planview.ActionForget, "Forget (removed from state, left in place)", "."},
+	{planview.ActionUpdate, "Update in place", "~"},
+	{planview.ActionCreate, "Create", "+"},
+	{planview.ActionRead, "Read", "<="},
+	{planview.ActionNoop, "Moved or imported, no change", "="},
+}
+
+func markStyle(st *cmdutil.Styles, action string) func(string) string {
+	switch action {
+	case planview.ActionDelete, planview.ActionReplace:
+		return st.Bad
+	case planview.ActionUpdate, planview.ActionForget:
+		return st.Warn
+	case planview.ActionCreate:
+		return st.OK
+	}
+	return st.Info
+}
+
+func renderChanges(w io.Writer, st *cmdutil.Styles, p *Plan, attributes bool) {
+	for _, g := range groups {
+		var in []planview.ResourceChange
+		for _, c := range p.Changes {
+			if c.Action == g.action {
+				in = append(in, c)
+			}
+		}
+		if len(in) == 0 {
+			continue
+		}
+		style := markStyle(st, g.action)
+		fmt.Fprintf(w, "\n%s\n", st.Header(fmt.Sprintf("%s (%d)", g.title, len(in))))
+		for _, c := range in {
+			fmt.Fprintf(w, "  %s %s%s\n", style(g.mark), style(c.Address), notes(st, c))
+			if !attributes {
+				continue
+			}
+			if c.AttributesOmitted {
+				fmt.Fprintf(w, "      %s\n", st.Faint("(attribute changes omitted)"))
+			}
+			for _, a := range c.Attributes {
+				fmt.Fprintf(w, "      %s\n", attributeLine(st, a))
+			}
+		}
+	}
+	if len(p.Outputs) > 0 {
+		fmt.Fprintf(w, "\n%s\n", st.Header(fmt.Sprintf("Outputs (%d)", len(p.Outputs))))
+		for _, o := range p.Outputs {
+			fmt.Fprintf(w, "  %s\n", valueLine(st, o.Name, o.Before, o.After, false))
+		}
+	}
+	if len(p.Changes) == 0 && len(p.Outputs) == 0 {
+		fmt.Fprintln(w, "\nNo changes.")
+	}
+}
+
+func notes(st *cmdutil.Styles, c planview.ResourceChange) string {
+	var n []string
+	if c.MovedFrom != "" {
+		n = append(n, "moved from "+c.MovedFrom)
+	}
+	if c.Imported {
+		n = append(n, "imported, id "+c.ImportID)
+	}
+	if c.ReplaceOrder != "" {
+		n = append(n, strings.ReplaceAll(c.ReplaceOrder, "-", " "))
+	}
+	if c.Reason != "" {
+		n = append(n, strings.ReplaceAll(c.Reason, "_", " "))
+	}
+	if c.Deposed != "" {
+		n = append(n, "deposed object "+c.Deposed)
+	}
+	if len(n) == 0 {
+		return ""
+	}
+	return "  " + st.Faint("("+strings.Join(n, "; ")+")")
+}
+
+func attributeLine(st *cmdutil.Styles, a planview.AttributeChange) string {
+	return valueLine(st, a.Path, a.Before, a.After, a.ForcesReplacement)
+}
+
+func valueLine(st *cmdutil.Styles, path string, before, after *string, forces bool) string {
+	suffix := ""
+	if forces {
+		suffix = "  " + st.Bad("# forces replacement")
+	}
+	switch {
+	case before == nil && after != nil:
+		return st.OK("+") + " " + path + " = " + *after + suffix
+	case before != nil && after == nil:
+		return st.Bad("-") + " " + path + " = " + *before + suffix
+	case before != nil && after != nil:
+		return st.Warn("~") + " " + path + ": " + *before + " -> " + *after + suffix
+	}
+	return path + suffix
+}

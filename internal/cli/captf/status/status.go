@@ -1,0 +1,167 @@
+// Package status is `kubectl captf status [CLUSTER]`: a tree like clusterctl describe cluster
+// of the CAPTF objects of each Cluster, with their Jobs, last runs, state serials, pending
+// plans, backups and conditions.
+package status
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capx-io/capx/internal/cli/captf/objects"
+	"github.com/capx-io/capx/internal/cli/cmdutil"
+)
+
+// Options are the command's inputs.
+type Options struct {
+	IO        *cmdutil.IOStreams
+	Styles    *cmdutil.Styles
+	Name      string
+	Client    func() (client.WithWatch, error)
+	Namespace func() (string, error)
+	Now       func() time.Time
+
+	Cluster        string
+	AllNamespaces  bool
+	ShowConditions string
+	Grouping       bool
+	Output         cmdutil.Format
+}
+
+// NewCmd returns the command; runF replaces run in tests.
+func NewCmd(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: f.IO, Name: f.Name, Client: f.Client, Namespace: f.Namespace, Now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "status [CLUSTER]",
+		Short: "Show the CAPTF objects of a cluster as a tree, like clusterctl describe cluster",
+		Long: `Show, for one Cluster (or every Cluster in the namespace), its TerraformCluster,
+TerraformMachinePools and TerraformMachines as a tree: Ready and its reason, the running Job,
+the last run and its changes, the state serial, the plan waiting for approval, the number of
+state backups, and how long ago Ready changed. TerraformMachines in the same state are grouped
+into one row (--grouping=false lists each). --show-conditions adds every condition of all
+objects, or of one kind, as child rows, coloured by polarity.
+
+Exit codes: 0 shown (whatever the objects' state), 2 an error, 3 bad usage.`,
+		Example: fmt.Sprintf(`  %[1]s status my-cluster -n team-a
+  %[1]s status -A
+  %[1]s status my-cluster --show-conditions all --grouping=false
+  %[1]s status my-cluster -o json | jq '.clusters[].objects[] | select(.ready != "True") | .name'`, f.Name),
+		Args:              cmdutil.MaximumNArgs(1),
+		ValidArgsFunction: cmdutil.CompleteNames(f, 1, &clusterv1.ClusterList{}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Cluster = args[0]
+			}
+			if opts.AllNamespaces && opts.Cluster != "" {
+				return cmdutil.Usagef("CLUSTER and --all-namespaces exclude each other")
+			}
+			opts.Styles = f.Styles()
+			if runF != nil {
+				return runF(opts)
+			}
+			return run(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVarP(&opts.AllNamespaces, "all-namespaces", "A", false, "Show the clusters of every namespace.")
+	cmd.Flags().StringVar(&opts.ShowConditions, "show-conditions", "", "List every condition of all objects (all) or of one kind (TerraformMachine, tfm, ...).")
+	cmd.Flags().BoolVar(&opts.Grouping, "grouping", true, "Group TerraformMachines in the same state into one row.")
+	_ = cmd.RegisterFlagCompletionFunc("show-conditions", cobra.FixedCompletions(
+		[]string{"all", "TerraformCluster", "TerraformMachinePool", "TerraformMachine"}, cobra.ShellCompDirectiveNoFileComp))
+	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+func run(ctx context.Context, opts *Options) error {
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	ns := ""
+	if !opts.AllNamespaces {
+		if ns, err = opts.Namespace(); err != nil {
+			return err
+		}
+	}
+	s, err := Gather(ctx, c, ns, opts.Cluster)
+	if err != nil {
+		return err
+	}
+	if opts.Cluster != "" && len(s.Clusters) == 0 {
+		return cmdutil.WithCode(cmdutil.ExitFailure, fmt.Errorf("no Cluster %s and no CAPTF objects of it in namespace %s", opts.Cluster, ns))
+	}
+	return cmdutil.Print(opts.IO.Out, opts.Output, s, func() error {
+		Render(opts.IO.Out, opts.Styles, s, TreeOptions{ShowConditions: opts.ShowConditions, Grouping: opts.Grouping, Now: opts.Now()})
+		return nil
+	})
+}
+
+// Gather reads the CAPI Clusters and CAPTF objects of namespace ("" for all), or of one
+// cluster, with one list per kind.
+func Gather(ctx context.Context, c client.Reader, namespace, cluster string) (Status, error) {
+	s := Status{TypeMeta: cmdutil.Meta("ClusterStatus"), Clusters: []Cluster{}}
+	var objs []*objects.Object
+	var err error
+	var clusters []clusterv1.Cluster
+	if cluster != "" {
+		if objs, err = objects.OfCluster(ctx, c, namespace, cluster); err != nil {
+			return s, err
+		}
+		cl := clusterv1.Cluster{}
+		switch err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: cluster}, &cl); {
+		case err == nil:
+			clusters = append(clusters, cl)
+		case !apierrors.IsNotFound(err):
+			return s, fmt.Errorf("read Cluster %s/%s: %w", namespace, cluster, err)
+		}
+	} else {
+		if objs, err = objects.List(ctx, c, namespace); err != nil {
+			return s, err
+		}
+		var list clusterv1.ClusterList
+		if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+			return s, fmt.Errorf("list Clusters: %w", err)
+		}
+		clusters = list.Items
+	}
+	byKey := map[string]*Cluster{}
+	var order []string
+	add := func(ns, name string) *Cluster {
+		k := ns + "/" + name
+		if cl, ok := byKey[k]; ok {
+			return cl
+		}
+		byKey[k] = &Cluster{Namespace: ns, Name: name, Objects: []Object{}}
+		order = append(order, k)
+		return byKey[k]
+	}
+	for i := range clusters {
+		cl := add(clusters[i].Namespace, clusters[i].Name)
+		cl.Found = true
+		for _, cond := range clusters[i].Status.Conditions {
+			if cond.Type == clusterv1.ReadyCondition {
+				cl.Ready, cl.Reason = string(cond.Status), cond.Reason
+			}
+		}
+	}
+	for _, o := range objs {
+		name := o.Cluster
+		if name == "" {
+			name = "(no cluster label)"
+		}
+		cl := add(o.Namespace(), name)
+		cl.Objects = append(cl.Objects, FromObject(o))
+	}
+	sort.Strings(order)
+	for _, k := range order {
+		if cl := byKey[k]; cluster != "" || len(cl.Objects) > 0 {
+			s.Clusters = append(s.Clusters, *cl)
+		}
+	}
+	return s, nil
+}
