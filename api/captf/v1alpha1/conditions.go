@@ -98,6 +98,9 @@ const (
 	OutputsInvalidReason = "OutputsInvalid"
 	// ProviderIDChangedReason: the module reported a different provider_id after it was latched.
 	ProviderIDChangedReason = "ProviderIDChanged"
+	// ControlPlaneEndpointChangedReason: the cluster module reports a control_plane_endpoint
+	// other than the one it chose first, which spec.controlPlaneEndpoint (written once) keeps.
+	ControlPlaneEndpointChangedReason = "ControlPlaneEndpointChanged"
 
 	// InfrastructureHealthyCondition reports the module's health output.
 	InfrastructureHealthyCondition = "InfrastructureHealthy"

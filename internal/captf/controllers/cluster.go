@@ -58,14 +58,24 @@ func (clusterKind) roleInputs(_ context.Context, _ *engine, p *pass[*captfv1.Ter
 }
 
 // applyOutputs copies the module's endpoint into spec once (CAPI reads it there), and its
-// failure domains and exports into status.
+// failure domains and exports into status. An endpoint the module chose and later reports
+// differently (after an approved replace, say) is never written: spec.controlPlaneEndpoint is
+// write-once and the Cluster keeps using it, so the difference is reported instead.
 func (clusterKind) applyOutputs(p *pass[*captfv1.TerraformCluster], out *outputs.Result) {
 	obj := p.scope.Object
-	if ep := out.ControlPlaneEndpoint; ep != nil && ep.IsValid() && !obj.Spec.ControlPlaneEndpoint.IsValid() {
+	ep := out.ControlPlaneEndpoint
+	switch {
+	case ep != nil && ep.IsValid() && !obj.Spec.ControlPlaneEndpoint.IsValid():
 		obj.Spec.ControlPlaneEndpoint = *ep
 		setAnnotation(obj, captfv1.EndpointSourceAnnotation, "module")
-	} else if obj.Spec.ControlPlaneEndpoint.IsValid() && obj.Annotations[captfv1.EndpointSourceAnnotation] == "" {
+	case obj.Spec.ControlPlaneEndpoint.IsValid() && obj.Annotations[captfv1.EndpointSourceAnnotation] == "":
 		setAnnotation(obj, captfv1.EndpointSourceAnnotation, "user")
+	case ep != nil && ep.IsValid() && obj.Annotations[captfv1.EndpointSourceAnnotation] == "module" && *ep != obj.Spec.ControlPlaneEndpoint:
+		p.endpointChanged = fmt.Sprintf("The module's control_plane_endpoint output is now %s:%d, but spec.controlPlaneEndpoint keeps %s:%d "+
+			"(it is written once, and the Cluster reaches its control plane there): make the module report %s:%d again, "+
+			"or re-create the cluster to move its endpoint",
+			ep.Host, ep.Port, obj.Spec.ControlPlaneEndpoint.Host, obj.Spec.ControlPlaneEndpoint.Port,
+			obj.Spec.ControlPlaneEndpoint.Host, obj.Spec.ControlPlaneEndpoint.Port)
 	}
 	obj.Status.FailureDomains = out.FailureDomains
 	obj.Status.Exports = nil

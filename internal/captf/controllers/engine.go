@@ -86,6 +86,7 @@ type pass[T capi.Object] struct {
 	// readOutputs
 	outputs           *outputs.Result
 	providerIDChanged bool
+	endpointChanged   string // clusters: what differs from the write-once endpoint
 	// renderInputs
 	rendered   *inputs.Rendered
 	stored     *inputs.Stored

@@ -263,6 +263,9 @@ func outputsCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string
 		return metav1.ConditionFalse, captfv1.ProviderIDChangedReason,
 			"The module reported a different provider_id than the one latched in spec.providerID; the machine keeps the first"
 	}
+	if p.endpointChanged != "" {
+		return metav1.ConditionFalse, captfv1.ControlPlaneEndpointChangedReason, p.endpointChanged
+	}
 	if p.outputs == nil {
 		return metav1.ConditionUnknown, captfv1.OutputsPendingReason, ""
 	}
