@@ -140,7 +140,10 @@ func setClusterStatus(vc *capvcov1.VCOCluster, obs *clusterObserved) {
 	for _, s := range decide.Sites(vc.Spec) {
 		vc.Status.FailureDomains = append(vc.Status.FailureDomains, clusterv1.FailureDomain{Name: s.Name, ControlPlane: ptr.To(true)})
 	}
-	capi.SetReady(vc, append(slices.Clone(clusterConditions), shared...), shared)
+	// A missing location image stops only the machines of that location (their VMReady says
+	// so): the cluster's infrastructure exists, so it is not part of Ready.
+	readyFrom := slices.DeleteFunc(slices.Clone(clusterConditions), func(c string) bool { return c == capvcov1.LocationImagesReadyCondition })
+	capi.SetReady(vc, append(readyFrom, shared...), shared)
 	if conditions.IsTrue(vc, capvcov1.ReadyCondition) && vc.Spec.ControlPlaneEndpoint.Host != "" {
 		vc.Status.Initialization.Provisioned = ptr.To(true)
 	}
