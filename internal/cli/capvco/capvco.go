@@ -7,6 +7,7 @@ import (
 
 	"github.com/capx-io/capx/internal/cli/capvco/gpucheck"
 	"github.com/capx-io/capx/internal/cli/capvco/move"
+	"github.com/capx-io/capx/internal/cli/capvco/status"
 	"github.com/capx-io/capx/internal/cli/cmdutil"
 )
 
@@ -25,6 +26,10 @@ an incident, a failed preflight check), 2 an error, 3 bad usage, 4 cancelled.`)
 	root.AddGroup(&cobra.Group{ID: "ops", Title: "Operations:"}, &cobra.Group{ID: "inspect", Title: "Inspection:"})
 	for _, c := range []*cobra.Command{gpucheck.NewCmd(f), move.NewCmd(f)} {
 		c.GroupID = "ops"
+		root.AddCommand(c)
+	}
+	for _, c := range []*cobra.Command{status.NewCmd(f, nil)} {
+		c.GroupID = "inspect"
 		root.AddCommand(c)
 	}
 	root.AddCommand(cmdutil.NewCmdVersion(f, "kubectl-capvco", nil))
