@@ -259,24 +259,8 @@ link() { # tool, cached path
   case "$1" in etcd|kube-apiserver|kube-controller-manager|kubectl) ln -sfn "$2" "$bin/envtest/$1" ;; esac
 }
 
-# The compiler faults in a lot of fresh memory: in a VM each 4 KiB page fault is expensive, and
-# with transparent huge pages only on request ("madvise", which Go's runtime never makes) a cold
-# build spends a quarter of its time in the kernel. Switching them to "always" for the build
-# measured etcd at 66 s instead of 97 s on a 2-core VM. Only done as root, only from "madvise",
-# and put back on exit; CAPX_BUILD_THP=0 leaves the setting alone.
-thp_file=/sys/kernel/mm/transparent_hugepage/enabled
-thp_restore=""
-huge_pages_for_build() {
-  [[ ${CAPX_BUILD_THP:-1} == 1 && -w $thp_file ]] || return 0
-  [[ $(sed -n 's/.*\[\(.*\)\].*/\1/p' "$thp_file") == madvise ]] || return 0
-  if echo always >"$thp_file" 2>/dev/null; then
-    thp_restore=madvise
-    log "transparent huge pages set to \"always\" while compiling (faster builds; back to \"madvise\" afterwards; CAPX_BUILD_THP=0 to skip)"
-  fi
-}
-restore_huge_pages() {
-  if [[ -n $thp_restore ]]; then echo "$thp_restore" >"$thp_file" 2>/dev/null || true; thp_restore=""; fi
-}
+# shellcheck source=hugepages.sh
+source "$root/hack/hugepages.sh"
 
 main() {
   # Groups expand wherever they appear ("kube etcd" means the kube tools and etcd).

@@ -42,19 +42,19 @@ var plugins = map[string]struct{ short, description string }{
 	"captf": {
 		short: "Operate CAPTF: plans, approvals, state backups, owners, move",
 		description: `kubectl captf operates the CAPTF Cluster API infrastructure provider, which runs
-OpenTofu module images as Kubernetes Jobs: a status tree of a cluster's
-infrastructure, plan list and show (with the diff), approve a plan by its content
-hash, list and restore state backups, check and repair owner references, a
-clusterctl move preflight, and the logs of a Job. Every command takes -o json|yaml
-for scripts and never prompts without a terminal.`,
+OpenTofu module images as Kubernetes Jobs: the status of a cluster's
+infrastructure, plan list and show (with the diff), approve a plan, list and
+restore state backups, check and repair owner references, prepare a clusterctl
+move, and the logs of an object's Jobs. Every command takes -o json|yaml for
+scripts, documents its exit codes and never prompts without a terminal.`,
 	},
 	"capvco": {
-		short: "Operate CAPVCO: status, vGPU orphans, move preflight, adoption",
+		short: "Operate CAPVCO: orphaned vGPUs, clusterctl move preflight",
 		description: `kubectl capvco operates the CAPVCO Cluster API infrastructure provider for the
-whitesky.cloud platform: status of clusters and machines, finding and releasing
-orphaned vGPU reservations, a clusterctl move preflight, inventory registration and
-an adoption report. Every command takes -o json|yaml for scripts and never prompts
-without a terminal.`,
+whitesky.cloud platform: find and release orphaned vGPU reservations, and prepare a
+clusterctl move (preflight checks, inventory registration). Every command takes
+-o json|yaml for scripts, documents its exit codes and never prompts without a
+terminal.`,
 	},
 }
 
