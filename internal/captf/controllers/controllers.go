@@ -14,7 +14,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
@@ -64,6 +66,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 				}))
 		}
 	}
+	// A deleting TerraformCluster waits for its machines and pools: each one gone (or starting
+	// to go) brings it back at once, rather than at its next requeue.
+	toCluster := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		return clustersOf(ctx, e.client, o)
+	})
+	dependents := func(b *builder.Builder) *builder.Builder {
+		return owned(contract.KindCluster)(b).
+			Watches(&captfv1.TerraformMachine{}, toCluster, builder.WithPredicates(leaving)).
+			Watches(&captfv1.TerraformMachinePool{}, toCluster, builder.WithPredicates(leaving))
+	}
 	if err := (&capi.Reconciler[*captfv1.TerraformCluster]{
 		Client: e.client, Role: capi.InfraCluster, Finalizer: captfv1.TerraformClusterFinalizer,
 		New:             func() *captfv1.TerraformCluster { return &captfv1.TerraformCluster{} },
@@ -71,7 +83,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Provider:        &provider[*captfv1.TerraformCluster]{engine: e, kind: clusterKind{}},
 		OwnedConditions: ownedConditions,
 	}).SetupWithManager(ctx, mgr, capi.SetupOptions{
-		WatchFilter: opts.WatchFilter, Concurrency: opts.ClusterConcurrency, Extra: owned(contract.KindCluster),
+		WatchFilter: opts.WatchFilter, Concurrency: opts.ClusterConcurrency, Extra: dependents,
 	}); err != nil {
 		return err
 	}
@@ -116,6 +128,34 @@ func stateOwner(kind string) handler.MapFunc {
 		}
 		return nil
 	}
+}
+
+// leaving passes the events of an object that is going: its deletion starting and its removal.
+var leaving = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	},
+	DeleteFunc:  func(event.DeleteEvent) bool { return true },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// clustersOf maps a TerraformMachine or TerraformMachinePool to the TerraformClusters of its
+// Cluster (by the cluster-name label, the one the cluster's dependents list reads).
+func clustersOf(ctx context.Context, c client.Client, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[clusterLabel]
+	if name == "" {
+		return nil
+	}
+	list := &captfv1.TerraformClusterList{}
+	if err := c.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingLabels{clusterLabel: name}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
 }
 
 // objectsOfCluster maps a TerraformCluster to the objects of its Cluster in list's kind.
