@@ -138,6 +138,9 @@ const (
 	RestoreFailedReason = "RestoreFailed"
 	// RestoreBackupNotFoundReason: no complete backup of the requested serial exists.
 	RestoreBackupNotFoundReason = "RestoreBackupNotFound"
+	// RestoreBackupInvalidReason: the backup's Secrets do not hold the state it records (digest,
+	// serial, lineage), or its lineage is not the current state's; nothing was pushed.
+	RestoreBackupInvalidReason = "RestoreBackupInvalid"
 
 	// DeletionBlockedCondition is True while a TerraformCluster waits for its machines and
 	// pools to be destroyed (negative polarity).

@@ -99,6 +99,16 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 	}
 	if d.Op == captfv1.OperationRestore {
 		b := r.backupOf(p, p.decisionRestoreSerial())
+		current := ""
+		if p.snap != nil {
+			current = p.snap.Lineage
+		}
+		if err := state.VerifyBackup(ctx, r.reader, p.owner.Namespace, *b, current); errors.Is(err, state.ErrBackupInvalid) {
+			p.startWait, p.startErr = captfv1.RestoreBackupInvalidReason, err
+			return nil
+		} else if err != nil {
+			return err
+		}
 		params.Restore = &jobs.Restore{Serial: b.Serial, Chunks: b.Chunks, Resources: b.Resources}
 		params.InputsHash = b.InputsHash
 	}

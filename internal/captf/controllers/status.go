@@ -166,7 +166,7 @@ func applyCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string, 
 			fmt.Sprintf("%s Job %s is running", job.Labels[captfv1.OperationLabel], job.Name)
 	}
 	switch p.startWait {
-	case "":
+	case "", captfv1.RestoreBackupInvalidReason: // the restore's own condition says so
 	case captfv1.QuotaExceededReason, captfv1.JobPolicyInvalidReason:
 		if p.startWait == captfv1.JobPolicyInvalidReason {
 			return metav1.ConditionFalse, p.startWait, errText(p.startErr)
@@ -330,6 +330,10 @@ func restoreCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string
 	v, ok := p.scope.Object.GetAnnotations()[captfv1.RestoreStateAnnotation]
 	if !ok {
 		return "", "", "", false
+	}
+	if p.startWait == captfv1.RestoreBackupInvalidReason {
+		return metav1.ConditionFalse, captfv1.RestoreBackupInvalidReason,
+			errText(p.startErr) + "; nothing was restored: remove the annotation, or name another serial", true
 	}
 	if p.decision.Reason == captfv1.RestoreBackupNotFoundReason {
 		return metav1.ConditionFalse, captfv1.RestoreBackupNotFoundReason,

@@ -147,24 +147,32 @@ func (r *run) drift(ctx context.Context) *failure {
 // restoreOp pushes the assembled backup over the current state and checks the backend now
 // lists resources (unless the backup counted none).
 //
-// `state push -force` persists the pushed file's serial plus one. Pushed as it is, a backup of
-// serial N would come back as N+1: a serial the backend may already have held with other
-// contents (restoring N over N+1 keeps N+1), so two backups of "serial N+1" would differ and a
-// later restore by serial could pick the wrong one. The backup is therefore pushed carrying the
-// current serial when that is higher: the restored state gets the next serial, never one seen
-// before, with the backup's lineage and contents.
+// Before anything is pushed, the backup's lineage is checked against the current state's (as
+// `state pull` prints it, under the lock the push takes next): a backup of another history is
+// refused rather than forced over it. The push is then a plain `state push`, which OpenTofu
+// itself refuses on a lineage mismatch or a lower serial; no -force.
+//
+// Pushed as it is, a backup of serial N would come back under a serial the backend may already
+// have held with other contents, so two backups of one serial would differ and a later restore
+// by serial could pick the wrong one; and `state push` refuses a serial below the current one,
+// or the current one with other contents. The backup is therefore pushed carrying a serial
+// past the current one: the restored state gets a serial never seen before, with the backup's
+// lineage and contents.
 func (r *run) restoreOp(ctx context.Context) *failure {
 	if f := r.run1(ctx, "state-pull", func(ctx context.Context) error {
 		current, err := r.tf.StatePull(ctx)
 		if err != nil {
 			return err
 		}
+		if err := sameLineage(r.restore, []byte(current)); err != nil {
+			return &stepError{code: 1, summary: err.Error()}
+		}
 		return raiseSerial(r.restore, []byte(current))
 	}); f != nil {
 		return f
 	}
 	if f := r.run1(ctx, "state-push", func(ctx context.Context) error {
-		return r.tf.StatePush(ctx, r.restore, tfexec.Force(true), tfexec.Lock(true), r.lockTimeout())
+		return r.tf.StatePush(ctx, r.restore, tfexec.Lock(true), r.lockTimeout())
 	}); f != nil {
 		return f
 	}
@@ -323,9 +331,34 @@ func destructiveEntries(s *runresult.PlanSummary) []string {
 	return out
 }
 
-// raiseSerial sets the serial of the state file at path to that of current (a state as
-// `state pull` prints it; empty when there is none) when current's is higher. Everything else
-// in the file is kept as it is.
+// sameLineage checks that the state file at path continues the history of current (a state as
+// `state pull` prints it; empty when there is none): their lineages are equal.
+func sameLineage(path string, current []byte) error {
+	if len(bytes.TrimSpace(current)) == 0 {
+		return nil
+	}
+	var cur, restored struct {
+		Lineage string `json:"lineage"`
+	}
+	if err := json.Unmarshal(current, &cur); err != nil {
+		return fmt.Errorf("runner: read the current state's lineage: %w", err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &restored); err != nil {
+		return fmt.Errorf("runner: read the restored state's lineage: %w", err)
+	}
+	if cur.Lineage != "" && cur.Lineage != restored.Lineage {
+		return fmt.Errorf("runner: the backup is of lineage %s, the current state of lineage %s: it is another state's history, and nothing was pushed", restored.Lineage, cur.Lineage)
+	}
+	return nil
+}
+
+// raiseSerial sets the serial of the state file at path to one past that of current (a state as
+// `state pull` prints it; empty when there is none) when current's is not lower. Everything
+// else in the file is kept as it is.
 func raiseSerial(path string, current []byte) error {
 	var cur struct {
 		Serial int64 `json:"serial"`
@@ -347,10 +380,10 @@ func raiseSerial(path string, current []byte) error {
 	if err := json.Unmarshal(st["serial"], &serial); err != nil {
 		return fmt.Errorf("runner: read the restored state's serial: %w", err)
 	}
-	if cur.Serial <= serial {
+	if cur.Serial < serial {
 		return nil
 	}
-	st["serial"] = json.RawMessage(strconv.FormatInt(cur.Serial, 10))
+	st["serial"] = json.RawMessage(strconv.FormatInt(cur.Serial+1, 10))
 	if b, err = json.Marshal(st); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -239,7 +240,7 @@ func TestRestore(t *testing.T) {
 	g.Expect(res.stepNames()).To(Equal([]string{"init", "state-pull", "state-push", "state-list"}))
 	st := f.state(ctx)
 	g.Expect(st["lineage"]).To(Equal(lineage))
-	g.Expect(st["serial"]).To(Equal(destroyed+1), "the restored state takes the next serial, never an earlier one again")
+	g.Expect(st["serial"]).To(BeNumerically(">", destroyed), "the restored state takes a new serial, never an earlier one again")
 	g.Expect(st["resources"]).To(HaveLen(3), "network, control_plane, failure_domain (2 instances)")
 	g.Expect(res.log).To(ContainSubstring("module.role.terraform_data.network"))
 
@@ -249,11 +250,44 @@ func TestRestore(t *testing.T) {
 	g.Expect(bad.res.Error).To(Equal(&runresult.Error{Kind: runresult.KindStep, Step: "state-list",
 		Summary: "state list shows no resources after the restore, but the backup counted 4 managed resources"}))
 
+	// A backup of another history (another lineage) is refused before anything is pushed,
+	// where -force would have replaced the state (issue 9).
+	before := f.state(ctx)
+	f.writeRestoreChunks(relineage(t, backup, "00000000-0000-4000-8000-000000000000"))
+	foreign := f.run(ctx, "restore", "--restore-chunks=1", "--restore-resources=4")
+	g.Expect(foreign.res.Error).NotTo(BeNil())
+	g.Expect(foreign.res.Error.Step).To(Equal("state-pull"))
+	g.Expect(foreign.res.Error.Summary).To(ContainSubstring("another state's history, and nothing was pushed"))
+	g.Expect(foreign.stepNames()).NotTo(ContainElement("state-push"))
+	after := f.state(ctx)
+	g.Expect(after["lineage"]).To(Equal(before["lineage"]))
+	g.Expect(after["serial"]).To(Equal(before["serial"]))
+
 	// A missing chunk fails before any runtime step.
 	missing := f.run(ctx, "restore", "--restore-chunks=2")
 	g.Expect(missing.res.Error.Kind).To(Equal(runresult.KindStep))
 	g.Expect(missing.res.Error.Step).To(Equal("prepare"))
 	g.Expect(missing.res.Error.Summary).To(ContainSubstring("read restore chunk 1"))
+}
+
+// relineage rewrites a gzip-compressed state with another lineage.
+func relineage(t *testing.T, gz []byte, lineage string) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	must(t, err)
+	zr.Multistream(false)
+	raw, err := io.ReadAll(zr)
+	must(t, err)
+	var st map[string]any
+	must(t, json.Unmarshal(raw, &st))
+	st["lineage"] = lineage
+	raw, err = json.Marshal(st)
+	must(t, err)
+	var out bytes.Buffer
+	zw := gzip.NewWriter(&out)
+	_, _ = zw.Write(raw)
+	must(t, zw.Close())
+	return out.Bytes()
 }
 
 func (f *fixture) writeRestoreChunks(chunks ...[]byte) {

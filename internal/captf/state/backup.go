@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -397,4 +399,51 @@ func FindBackup(ctx context.Context, c client.Reader, namespace, suffix string, 
 	}
 	return BackupSet{}, fmt.Errorf("state: find backup of serial %d of %s in namespace %s: %w; status.stateBackups lists the serials that can be restored",
 		serial, contract.StateSecretName(suffix), namespace, ErrBackupNotFound)
+}
+
+// ErrBackupInvalid: a backup's Secrets do not hold the state its annotations describe, or hold
+// the state of another history than the one it would replace.
+var ErrBackupInvalid = errors.New("the backup does not hold the state it claims")
+
+// VerifyBackup reads a backup set's Secrets live and checks their data, not only their
+// annotations (anyone who can write Secrets in the namespace can write those): the chunks, in
+// order, have the digest the set records and decode to a readable state of the set's serial
+// and lineage; and that lineage is currentLineage, the lineage of the state the restore would
+// replace, unless there is none (""). A mismatch wraps ErrBackupInvalid.
+func VerifyBackup(ctx context.Context, c client.Reader, namespace string, set BackupSet, currentLineage string) error {
+	invalid := func(format string, args ...any) error {
+		return fmt.Errorf("state: backup %s: %s: %w", set.Name, fmt.Sprintf(format, args...), ErrBackupInvalid)
+	}
+	if len(set.Chunks) == 0 || len(set.Chunks) > MaxChunks {
+		return invalid("it has %d chunks", len(set.Chunks))
+	}
+	data := make([][]byte, len(set.Chunks))
+	sum := sha256.New()
+	for i, name := range set.Chunks {
+		s := &corev1.Secret{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
+			return fmt.Errorf("state: read backup Secret %s in namespace %s: %w", name, namespace, err)
+		}
+		data[i] = s.Data[contract.BackendStateKey]
+		sum.Write(data[i])
+	}
+	if got := hex.EncodeToString(sum.Sum(nil)); got != set.Digest {
+		return invalid("its data has digest %s, but the backup records %s", got, set.Digest)
+	}
+	facts, err := readState(&chunkReader{chunks: data})
+	if err != nil {
+		return invalid("its data does not decode as a state")
+	}
+	if err := facts.check(set.Name); err != nil {
+		return invalid("%v", err)
+	}
+	switch {
+	case facts.serial != set.Serial:
+		return invalid("it holds serial %d, not %d", facts.serial, set.Serial)
+	case facts.lineage != set.Lineage:
+		return invalid("it holds lineage %s, but the backup records %s", facts.lineage, set.Lineage)
+	case currentLineage != "" && facts.lineage != currentLineage:
+		return invalid("it is of lineage %s, the current state of lineage %s: it is another state's history; delete the current state Secrets first if you mean to replace it", facts.lineage, currentLineage)
+	}
+	return nil
 }
