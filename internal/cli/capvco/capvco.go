@@ -5,6 +5,7 @@ package capvco
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/capx-io/capx/internal/cli/capvco/adoption"
 	"github.com/capx-io/capx/internal/cli/capvco/gpucheck"
 	"github.com/capx-io/capx/internal/cli/capvco/move"
 	"github.com/capx-io/capx/internal/cli/capvco/status"
@@ -28,7 +29,7 @@ an incident, a failed preflight check), 2 an error, 3 bad usage, 4 cancelled.`)
 		c.GroupID = "ops"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{status.NewCmd(f, nil)} {
+	for _, c := range []*cobra.Command{status.NewCmd(f, nil), adoption.NewCmd(f, nil)} {
 		c.GroupID = "inspect"
 		root.AddCommand(c)
 	}
