@@ -62,6 +62,12 @@ func TestFromPlan(t *testing.T) {
 	if a := attrs["id"]; *a.After != Unknown {
 		t.Fatalf("id %+v", a)
 	}
+	if a := attrs["output"]; a.Before == nil || *a.Before != `{"size":"small"}` || *a.After != Unknown {
+		t.Fatalf("a value that becomes unknown is one change: %+v", srv.Attributes)
+	}
+	if _, ok := attrs["output.size"]; ok {
+		t.Fatal("leaves of a value that becomes unknown listed one by one")
+	}
 	if _, ok := attrs["input.zone"]; ok {
 		t.Fatal("unchanged attribute listed")
 	}

@@ -236,11 +236,19 @@ func resourceChange(rc *tfjson.ResourceChange, redact func(string) string) (Reso
 	}
 	before := map[string]leaf{}
 	after := map[string]leaf{}
-	if !ch.Actions.Create() || c.Action == ActionReplace {
-		flatten("", ch.Before, ch.BeforeSensitive, nil, before)
-	}
 	if !ch.Actions.Delete() || c.Action == ActionReplace {
-		flatten("", ch.After, ch.AfterSensitive, ch.AfterUnknown, after)
+		flatten("", ch.After, ch.AfterSensitive, ch.AfterUnknown, nil, after)
+	}
+	if !ch.Actions.Create() || c.Action == ActionReplace {
+		// A value that becomes unknown as a whole is shown as one change, not as every leaf of
+		// its old value removed.
+		stop := map[string]bool{}
+		for p, l := range after {
+			if l.mask == Unknown {
+				stop[p] = true
+			}
+		}
+		flatten("", ch.Before, ch.BeforeSensitive, nil, stop, before)
 	}
 	if c.Action == ActionCreate {
 		before = map[string]leaf{}
@@ -341,7 +349,17 @@ func cut(s string) string {
 
 // flatten walks v with its sensitive and unknown masks (same shape, true at masked nodes, or a
 // single true for the whole value) and records one leaf per scalar, empty collection or mask.
-func flatten(path string, v, sens, unknown any, out map[string]leaf) {
+func flatten(path string, v, sens, unknown any, stop map[string]bool, out map[string]leaf) {
+	if stop[pathOrSelf(path)] {
+		if containsTrue(sens) {
+			raw, _ := json.Marshal(v)
+			out[pathOrSelf(path)] = leaf{value: string(raw), mask: Sensitive}
+			return
+		}
+		raw, _ := json.Marshal(v)
+		out[pathOrSelf(path)] = leaf{value: string(raw)}
+		return
+	}
 	if isTrue(sens) {
 		// The raw value is kept only to tell a changed secret from an unchanged one.
 		raw, _ := json.Marshal(v)
@@ -370,7 +388,7 @@ func flatten(path string, v, sens, unknown any, out map[string]leaf) {
 			return
 		}
 		for _, k := range keys {
-			flatten(join(path, k), t[k], sm[k], um[k], out)
+			flatten(join(path, k), t[k], sm[k], um[k], stop, out)
 		}
 	case []any:
 		ul, _ := unknown.([]any)
@@ -391,7 +409,7 @@ func flatten(path string, v, sens, unknown any, out map[string]leaf) {
 			if i < len(ul) {
 				u = ul[i]
 			}
-			flatten(path+"["+strconv.Itoa(i)+"]", e, s, u, out)
+			flatten(path+"["+strconv.Itoa(i)+"]", e, s, u, stop, out)
 		}
 	case nil:
 		if path != "" {
