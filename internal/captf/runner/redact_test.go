@@ -2,6 +2,10 @@ package runner
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -96,4 +100,123 @@ func TestRedactLearnsLater(t *testing.T) {
 	_, _ = w.Write([]byte("after module-secret listed-secret public-value\n"))
 	_ = w.Flush()
 	g.Expect(out.String()).To(Equal("before module-secret\nafter [redacted] [redacted] public-value\n"))
+}
+
+// secretForms are the ways a known secret appears in output (issue 9): each must be redacted.
+func secretForms(secret string) map[string]string {
+	b := []byte(secret)
+	var allEscaped strings.Builder
+	for _, c := range secret {
+		fmt.Fprintf(&allEscaped, `\u%04x`, c)
+	}
+	noHTML := func(s string) string {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(s)
+		return strings.TrimSpace(buf.String())
+	}
+	quoted, _ := json.Marshal(secret)
+	twice, _ := json.Marshal(string(quoted))
+	half := len(secret) / 2
+	return map[string]string{
+		"wrapped":      secret[:half] + "\n    " + secret[half:],
+		"crlf":         secret[:half] + "\r\n" + secret[half:],
+		"ansi":         secret[:half] + "\x1b[0m\x1b[1;32m" + secret[half:],
+		"base64":       base64.StdEncoding.EncodeToString(b),
+		"base64url":    base64.URLEncoding.EncodeToString(b),
+		"base64 raw":   base64.RawURLEncoding.EncodeToString(b),
+		"hex":          hex.EncodeToString(b),
+		"HEX":          strings.ToUpper(hex.EncodeToString(b)),
+		"json no html": noHTML(secret),
+		"json slashes": strings.ReplaceAll(noHTML(secret), "/", `\/`),
+		"json \\u":     allEscaped.String(),
+		"json twice":   string(twice),
+	}
+}
+
+// TestRedactForms: no form of a registered secret survives, in one piece or streamed in
+// chunks of any size.
+func TestRedactForms(t *testing.T) {
+	for i, secret := range []string{
+		`p<a&s>s"w/o\rd-7f3a9c2e`,
+		"https://user:tok3n-abc@example.com/x?y=1",
+		"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.sig-Ab12",
+	} {
+		r := testRedactor(secret)
+		for name, form := range secretForms(secret) {
+			t.Run(fmt.Sprintf("%d %s", i, name), func(t *testing.T) {
+				text := "before " + form + " after\n"
+				for _, got := range []string{r.String(text), streamed(r, text, 1), streamed(r, text, 7)} {
+					if strings.Contains(got, form) || !strings.HasPrefix(got, "before ") || !strings.HasSuffix(got, " after\n") {
+						t.Fatalf("secret %q as %s: got %q", secret, name, got)
+					}
+				}
+			})
+		}
+	}
+}
+
+func streamed(r *redactor, text string, size int) string {
+	var out bytes.Buffer
+	w := r.writer(&out)
+	for i := 0; i < len(text); i += size {
+		_, _ = w.Write([]byte(text[i:min(i+size, len(text))]))
+	}
+	_ = w.Flush()
+	return out.String()
+}
+
+// TestRedactBootstrapData: bootstrap data reaches the module base64 encoded; a module may
+// print it encoded and wrapped at 76 columns, decoded, or only its join token.
+func TestRedactBootstrapData(t *testing.T) {
+	g := NewWithT(t)
+	cloudInit := "#cloud-config\nwrite_files:\n- path: /run/kubeadm/kubeadm-join-config.yaml\n  owner: root:root\n" +
+		"  permissions: '0640'\n  encoding: base64\n  content: |\n    discovery:\n      bootstrapToken:\n" +
+		"        token: abcdef.0123456789abcdef\n        apiServerEndpoint: 10.0.0.1:6443\n" +
+		"runcmd:\n- kubeadm join --config /run/kubeadm/kubeadm-join-config.yaml\n" + strings.Repeat("# padding line\n", 4)
+	encoded := base64.StdEncoding.EncodeToString([]byte(cloudInit))
+	r := testRedactor(encoded)
+	var wrapped strings.Builder
+	for i := 0; i < len(encoded); i += 76 {
+		wrapped.WriteString(encoded[i:min(i+76, len(encoded))] + "\n")
+	}
+	for name, text := range map[string]string{
+		"wrapped at 76": wrapped.String(),
+		"decoded":       cloudInit,
+		"join token":    "joining with token abcdef.0123456789abcdef now",
+		"token as json": `{"token":"abcdef.0123456789abcdef"}`,
+	} {
+		got := r.String(text)
+		g.Expect(got).NotTo(ContainSubstring("0123456789abcdef"), name)
+		g.Expect(got).NotTo(ContainSubstring(encoded[80:120]), name)
+	}
+	// Harmless structural lines of the secret are not redacted wherever they appear.
+	for _, line := range []string{"write_files:", "#cloud-config", "runcmd:", "  encoding: base64", "  owner: root:root",
+		"  permissions: '0640'", "# padding line", "discovery:"} {
+		g.Expect(r.String(line+"\n")).To(Equal(line+"\n"), line)
+	}
+}
+
+// TestRedactLargeSecret: a secret over 256 KiB (a kubeconfig with many certificates, one line
+// of base64) is redacted whole, not skipped.
+func TestRedactLargeSecret(t *testing.T) {
+	g := NewWithT(t)
+	raw := make([]byte, 300<<10)
+	for i := range raw {
+		raw[i] = byte(i*7 + i/251)
+	}
+	secret := base64.StdEncoding.EncodeToString(raw)
+	r := testRedactor(secret)
+	got := r.String("data: " + secret + "\n")
+	g.Expect(got).To(Equal("data: [redacted]\n"))
+	g.Expect(streamed(r, "data: "+secret+"\n", 32<<10)).To(Equal("data: [redacted]\n"))
+}
+
+// TestRedactOverlapping: of two secrets that overlap in the output, neither survives in part.
+func TestRedactOverlapping(t *testing.T) {
+	g := NewWithT(t)
+	r := testRedactor("first-secret-abcd", "abcd-second-secret")
+	g.Expect(r.String("x first-secret-abcd-second-secret y")).To(Equal("x [redacted] y"))
+	g.Expect(r.String("x abcd-second-secret first-secret-abcd y")).To(Equal("x [redacted] [redacted] y"))
 }
