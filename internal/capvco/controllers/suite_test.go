@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -122,6 +123,8 @@ type harness struct {
 	servers  *apiServers
 	stop     func()
 	simToken string
+	// logs is everything the CAPVCO controllers logged (at V(10)), to prove what never is.
+	logs testenv.SyncBuffer
 }
 
 type harnessOptions struct {
@@ -154,6 +157,13 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("CAPI log tail:\n%s", tail(env.CAPILog(), 3000))
+			var errs []string
+			for _, l := range strings.Split(h.logs.String(), "\n") {
+				if strings.Contains(l, `"error"`) {
+					errs = append(errs, l)
+				}
+			}
+			t.Logf("CAPVCO controller errors (last 20):\n%s", strings.Join(errs[max(0, len(errs)-20):], "\n"))
 		}
 	})
 	return h
@@ -163,7 +173,8 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 func (h *harness) start() {
 	h.t.Helper()
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:     env.Scheme,
+		Logger: funcr.New(func(prefix, args string) { fmt.Fprintln(&h.logs, prefix, args) }, funcr.Options{Verbosity: 10}),
+		Scheme: env.Scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}}},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
