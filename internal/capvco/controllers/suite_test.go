@@ -173,8 +173,8 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 func (h *harness) start() {
 	h.t.Helper()
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Logger: funcr.New(func(prefix, args string) { fmt.Fprintln(&h.logs, prefix, args) }, funcr.Options{Verbosity: 10}),
-		Scheme: env.Scheme,
+		Logger:     funcr.New(func(prefix, args string) { fmt.Fprintln(&h.logs, prefix, args) }, funcr.Options{Verbosity: 10}),
+		Scheme:     env.Scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}}},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
