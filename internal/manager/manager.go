@@ -75,6 +75,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 	if o.Runs(ProviderCAPTF) {
 		if err := captfcontrollers.Setup(ctx, mgr, captfcontrollers.Options{
 			WatchFilter:            o.WatchFilter,
+			Namespace:              o.Namespace,
 			ClusterConcurrency:     o.Concurrency["terraformcluster"],
 			MachineConcurrency:     o.Concurrency["terraformmachine"],
 			MachinePoolConcurrency: o.Concurrency["terraformmachinepool"],

@@ -29,6 +29,8 @@ import (
 type Options struct {
 	// WatchFilter limits the controllers to objects with this watch-filter label value.
 	WatchFilter string
+	// Namespace limits the controllers to one namespace ("" for all), as the manager's cache.
+	Namespace string
 	// ClusterConcurrency, MachineConcurrency and MachinePoolConcurrency cap concurrent
 	// reconciles per kind (not Jobs: see EngineOptions.MaxActiveJobs).
 	ClusterConcurrency, MachineConcurrency, MachinePoolConcurrency int
@@ -66,6 +68,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 				}))
 		}
 	}
+	// A variablesFrom source created, fixed or opted in brings back the objects that name it.
+	vc, err := newVariablesCache(mgr, opts.Namespace)
+	if err != nil {
+		return err
+	}
+	withVariables := func(list func() client.ObjectList, extra func(*builder.Builder) *builder.Builder) func(*builder.Builder) *builder.Builder {
+		return func(b *builder.Builder) *builder.Builder { return watchVariables(vc, e.client, list)(extra(b)) }
+	}
 	// A deleting TerraformCluster waits for its machines and pools: each one gone (or starting
 	// to go) brings it back at once, rather than at its next requeue.
 	toCluster := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
@@ -83,7 +93,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Provider:        &provider[*captfv1.TerraformCluster]{engine: e, kind: clusterKind{}},
 		OwnedConditions: ownedConditions,
 	}).SetupWithManager(ctx, mgr, capi.SetupOptions{
-		WatchFilter: opts.WatchFilter, Concurrency: opts.ClusterConcurrency, Extra: dependents,
+		WatchFilter: opts.WatchFilter, Concurrency: opts.ClusterConcurrency,
+		Extra: withVariables(func() client.ObjectList { return &captfv1.TerraformClusterList{} }, dependents),
 	}); err != nil {
 		return err
 	}
@@ -95,7 +106,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		OwnedConditions: ownedConditions,
 	}).SetupWithManager(ctx, mgr, capi.SetupOptions{
 		WatchFilter: opts.WatchFilter, Concurrency: opts.MachineConcurrency,
-		Extra: fromCluster(contract.KindMachine, func() client.ObjectList { return &captfv1.TerraformMachineList{} }),
+		Extra: withVariables(func() client.ObjectList { return &captfv1.TerraformMachineList{} },
+			fromCluster(contract.KindMachine, func() client.ObjectList { return &captfv1.TerraformMachineList{} })),
 	}); err != nil {
 		return err
 	}
@@ -107,7 +119,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		OwnedConditions: ownedConditions,
 	}).SetupWithManager(ctx, mgr, capi.SetupOptions{
 		WatchFilter: opts.WatchFilter, Concurrency: opts.MachinePoolConcurrency,
-		Extra: fromCluster(contract.KindMachinePool, func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} }),
+		Extra: withVariables(func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} },
+			fromCluster(contract.KindMachinePool, func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} })),
 	})
 }
 

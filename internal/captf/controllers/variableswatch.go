@@ -1,0 +1,92 @@
+package controllers
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+)
+
+// variablesCache holds the metadata of the ConfigMaps and Secrets opted in as variablesFrom
+// sources (label captf.io/variables=true), and nothing else: the manager's own cache keeps only
+// the Secrets it manages, and the sources' content is read live when inputs are rendered. It
+// exists so that a source created, fixed or opted in brings its objects back at once (an object
+// waiting for its inputs has no requeue).
+type variablesCache struct{ cache.Cache }
+
+// GetCache makes the manager start it with the other caches, before the controllers.
+func (c variablesCache) GetCache() cache.Cache { return c.Cache }
+
+func newVariablesCache(mgr ctrl.Manager, namespace string) (variablesCache, error) {
+	opts := cache.Options{
+		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{captfv1.VariablesLabel: "true"}),
+	}
+	if namespace != "" {
+		opts.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+	}
+	c, err := cache.New(mgr.GetConfig(), opts)
+	if err != nil {
+		return variablesCache{}, err
+	}
+	return variablesCache{c}, mgr.Add(variablesCache{c})
+}
+
+// watchVariables brings back the objects of a kind whose spec.variablesFrom names a ConfigMap
+// or Secret that changed.
+func watchVariables(vc variablesCache, c client.Client, list func() client.ObjectList) func(*builder.Builder) *builder.Builder {
+	return func(b *builder.Builder) *builder.Builder {
+		for _, kind := range []string{"ConfigMap", "Secret"} {
+			meta := &metav1.PartialObjectMetadata{}
+			meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
+			b = b.WatchesRawSource(source.Kind(vc, meta, handler.TypedEnqueueRequestsFromMapFunc(
+				func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
+					return objectsUsingVariables(ctx, c, list(), kind, o.Namespace, o.Name)
+				})))
+		}
+		return b
+	}
+}
+
+// objectsUsingVariables lists the objects of list's kind in a namespace whose variablesFrom
+// names the ConfigMap or Secret.
+func objectsUsingVariables(ctx context.Context, c client.Client, list client.ObjectList, kind, namespace, name string) []reconcile.Request {
+	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	add := func(o client.Object, spec *captfv1.WorkspaceSpec) {
+		for _, src := range spec.VariablesFrom {
+			if (kind == "ConfigMap" && src.ConfigMapRef != nil && src.ConfigMapRef.Name == name) ||
+				(kind == "Secret" && src.SecretRef != nil && src.SecretRef.Name == name) {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+				return
+			}
+		}
+	}
+	switch l := list.(type) {
+	case *captfv1.TerraformClusterList:
+		for i := range l.Items {
+			add(&l.Items[i], &l.Items[i].Spec.WorkspaceSpec)
+		}
+	case *captfv1.TerraformMachineList:
+		for i := range l.Items {
+			add(&l.Items[i], &l.Items[i].Spec.WorkspaceSpec)
+		}
+	case *captfv1.TerraformMachinePoolList:
+		for i := range l.Items {
+			add(&l.Items[i], &l.Items[i].Spec.WorkspaceSpec)
+		}
+	}
+	return reqs
+}
