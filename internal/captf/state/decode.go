@@ -25,7 +25,20 @@ const (
 	MaxChunks = 32
 	// MaxStateBytes is the most decompressed bytes one state may have (a gzip-bomb guard).
 	MaxStateBytes = 64 << 20
+	// MaxOutputsBytes is the most the root outputs may take together, as JSON. They are the
+	// contract outputs, which end up in status: a pool of 1000 instances needs a fraction of
+	// this. Outputs are the one part of a state the manager keeps after reading it.
+	MaxOutputsBytes = 1 << 20
+	// MaxValueBytes is the largest single value (a resource block with all its instances, any
+	// other top-level field) the decoder holds at once. Everything but the outputs is
+	// skipped or counted, but encoding/json holds a whole value while it does, so this, not
+	// MaxStateBytes, is what one decode costs.
+	MaxValueBytes = 16 << 20
 )
+
+// readAhead caps what one read hands the JSON decoder, so that the size of the value being
+// decoded is known to within this much (see valueLimit).
+const readAhead = 64 << 10
 
 // Caps on the few strings copied out of a state: they end up in annotations and status.
 const (
@@ -274,6 +287,8 @@ type stateFacts struct {
 	// shape is the first field with the wrong JSON type; reading goes on so that an encrypted
 	// state is still recognised whatever else it holds.
 	shape string
+	// limit bounds the value being decoded.
+	limit *valueLimit
 }
 
 func (f *stateFacts) check(base string) error {
@@ -325,7 +340,14 @@ func corruptError(base string, err error) error {
 		shape  errShape
 		msg    string
 	)
+	var big *valueTooLarge
 	switch {
+	case errors.As(err, &big) && big.field == "outputs":
+		msg = fmt.Sprintf("the state's outputs take more than %d KiB together, the most CAPTF reads: they are the contract outputs, which go into status and must stay small; fix the module and restore a backup with the %s annotation",
+			MaxOutputsBytes>>10, captfv1.RestoreStateAnnotation)
+	case errors.As(err, &big):
+		msg = fmt.Sprintf("a single value of the state's field %q is larger than %d MiB, the most CAPTF reads at once; restore a backup with the %s annotation",
+			big.field, MaxValueBytes>>20, captfv1.RestoreStateAnnotation)
 	case errors.Is(err, errTooLarge):
 		msg = fmt.Sprintf("the state decompresses to more than %d MiB, the most CAPTF reads (a guard against gzip bombs); restore a backup with the %s annotation",
 			MaxStateBytes>>20, captfv1.RestoreStateAnnotation)
@@ -357,8 +379,9 @@ func readState(compressed io.Reader) (*stateFacts, error) {
 	}
 	gz.Multistream(false) // bytes past the first gzip member belong to stale chunks
 	in := &boundedReader{r: gz, left: MaxStateBytes}
-	f := &stateFacts{}
-	if err := f.readObject(json.NewDecoder(&spaceReader{r: in})); err != nil {
+	f := &stateFacts{limit: &valueLimit{r: &spaceReader{r: in}}}
+	f.limit.start("", MaxValueBytes)
+	if err := f.readObject(json.NewDecoder(f.limit)); err != nil {
 		// Damaged deflate data often decompresses to garbage before a check fails: if the
 		// rest of the stream is damaged too, that is the better explanation.
 		var gzErr errGzip
@@ -389,6 +412,10 @@ func (f *stateFacts) readObject(dec *json.Decoder) error {
 			return err
 		}
 		key, _ := tok.(string)
+		f.limit.start(key, MaxValueBytes)
+		if key == "outputs" {
+			f.limit.start(key, MaxOutputsBytes)
+		}
 		if err := f.readField(dec, key); err != nil {
 			var typeErr *json.UnmarshalTypeError
 			if !errors.As(err, &typeErr) {
@@ -445,8 +472,12 @@ func (f *stateFacts) readField(dec *json.Decoder, key string) error {
 			Type      json.RawMessage `json:"type"`
 			Sensitive bool            `json:"sensitive"`
 		}
+		from := dec.InputOffset()
 		if err := dec.Decode(&outs); err != nil {
 			return err
+		}
+		if dec.InputOffset()-from > MaxOutputsBytes {
+			return &valueTooLarge{field: key}
 		}
 		f.outputs = make(map[string]Output, len(outs))
 		for name, o := range outs {
@@ -507,6 +538,7 @@ func (f *stateFacts) countResources(dec *json.Decoder) error {
 		return nil
 	}
 	for dec.More() {
+		f.limit.start("resources", MaxValueBytes)
 		var block struct {
 			Mode string `json:"mode"`
 		}
@@ -663,6 +695,36 @@ func (s *spaceReader) Read(p []byte) (int, error) {
 			return out, err
 		}
 	}
+}
+
+// valueTooLarge: a value exceeded its bound (see valueLimit).
+type valueTooLarge struct{ field string }
+
+func (e *valueTooLarge) Error() string { return "value of field " + e.field + " too large" }
+
+// valueLimit bounds how much the JSON decoder reads for one value: start sets the bound before
+// a value is decoded; reading more than that (plus readAhead, what the decoder may have read
+// ahead) before the next start fails. Each read is capped at readAhead, so the decoder never
+// holds much more than the value it decodes. (The outputs are also measured exactly once
+// decoded.)
+type valueLimit struct {
+	r     io.Reader
+	field string
+	left  int64
+}
+
+func (l *valueLimit) start(field string, limit int64) { l.field, l.left = field, limit+readAhead }
+
+func (l *valueLimit) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, &valueTooLarge{field: l.field}
+	}
+	if len(p) > readAhead {
+		p = p[:readAhead]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
 }
 
 // boundedReader fails once more than left bytes come out of r, and tags r's errors as gzip
