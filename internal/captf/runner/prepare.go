@@ -126,8 +126,8 @@ var credentialName = regexp.MustCompile(`(?i)(TOKEN|SECRET|PASSWORD|PASSWD|PRIVA
 
 // collectSecrets registers what must never reach the log or the result: every file in the
 // credentials directory, the environment variables of the same names (the Job mirrors the
-// credentials Secret into both) or with credential-like names, and the values of root
-// variables the rendered root module declares sensitive.
+// credentials Secret into both), filled from a Secret (--secret-env) or with credential-like
+// names, and the values of root variables the rendered root module declares sensitive.
 func (o *options) collectSecrets(red *redactor, environ []string) error {
 	env := map[string]string{}
 	for _, kv := range environ {
@@ -137,6 +137,9 @@ func (o *options) collectSecrets(red *redactor, environ []string) error {
 				red.Add(v)
 			}
 		}
+	}
+	for _, name := range o.secretEnv {
+		red.Add(env[name])
 	}
 	entries, err := os.ReadDir(o.credentials)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

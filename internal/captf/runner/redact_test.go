@@ -220,3 +220,11 @@ func TestRedactOverlapping(t *testing.T) {
 	g.Expect(r.String("x first-secret-abcd-second-secret y")).To(Equal("x [redacted] y"))
 	g.Expect(r.String("x abcd-second-secret first-secret-abcd y")).To(Equal("x [redacted] [redacted] y"))
 }
+
+// TestLogfRedacts: the runner's own lines (an API server's error, a path) pass the redactor.
+func TestLogfRedacts(t *testing.T) {
+	var buf bytes.Buffer
+	r := &run{log: &buf, red: testRedactor("s3cret-token-77")}
+	r.logf("could not post progress events: %v", "denied for s3cret-token-77")
+	NewWithT(t).Expect(buf.String()).To(Equal("captf-runner: could not post progress events: denied for [redacted]\n"))
+}

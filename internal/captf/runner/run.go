@@ -106,6 +106,8 @@ func (o *options) execute(parent context.Context, rio IO) error {
 			Kind: runresult.KindInterrupted, Step: step,
 			Summary: fmt.Sprintf("the runtime did not stop within --stop-timeout=%s; the state may still be locked", o.stopTimeout)}}
 	}
+	// Every text of the result passes the redactor once more, whoever wrote it.
+	res = res.Redact(r.red.String)
 	if err := writeResult(o.resultFile, res); err != nil {
 		r.logf("%v", err)
 		return &ExitError{Code: ExitFailed, Err: err}

@@ -44,16 +44,20 @@ func exitCode(err error) int {
 	return -1
 }
 
-// step runs one runtime command: it logs the step, streams its output (stdout only unless
-// quiet: validate -json and show -json print values, which belong in no log), and records the
-// exit code and duration in the result.
+// contentSteps print state or plan content on stdout (every value, sensitive or not, and
+// secrets the redactor cannot know): their stdout never reaches the log, whoever calls them.
+var contentSteps = map[string]bool{"validate": true, "show": true, "state-pull": true}
+
+// step runs one runtime command: it logs the step, streams its output (stderr only when quiet
+// or when the step is one of contentSteps), and records the exit code and duration in the
+// result.
 func (r *run) step(ctx context.Context, name string, quiet bool, fn func(ctx context.Context) error) error {
 	r.tail.reset()
 	r.counts.reset()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if quiet {
+	if quiet || contentSteps[name] {
 		r.tf.SetStdout(io.Discard)
 		defer r.tf.SetStdout(r.stdout)
 	}
@@ -99,7 +103,8 @@ func (r *run) stepFailure(ctx context.Context, name string, err error) *failure 
 		// terraform-exec's errors carry the raw stderr; only ever show them redacted.
 		summary = err.Error()
 	}
-	summary = errorBlock(r.red.String(summary))
+	// Redacted before and after the colour codes go: a secret split by one is whole after.
+	summary = r.red.String(errorBlock(r.red.String(summary)))
 	if ctx.Err() != nil {
 		return &failure{kind: runresult.KindInterrupted, step: name, summary: runresult.Head("stopped by a signal: "+summary, runresult.MaxSummaryBytes)}
 	}
@@ -226,6 +231,8 @@ func atoi(b []byte) int {
 	return n
 }
 
+// logf writes one of the runner's own lines, redacted like the runtime's output: errors it
+// quotes (an API server's answer, a file name) may hold a secret.
 func (r *run) logf(format string, args ...any) {
-	fmt.Fprintf(r.log, "captf-runner: "+format+"\n", args...)
+	fmt.Fprint(r.log, r.red.String(fmt.Sprintf("captf-runner: "+format+"\n", args...)))
 }

@@ -385,5 +385,37 @@ func texts(list []string) error {
 	return nil
 }
 
+// Redact returns a copy of r with redact applied to every text a module or its runtime could
+// have put a value into: the error summary, plan resource entries and drift addresses. The
+// runner passes its redactor, so the result is redacted with the same secrets as the log.
+// Entries that redact to nothing are dropped, since Decode refuses empty entries.
+func (r Result) Redact(redact func(string) string) Result {
+	list := func(in []string) []string {
+		var out []string
+		for _, s := range in {
+			if s = redact(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	if r.Plan != nil {
+		p := *r.Plan
+		p.Resources = list(p.Resources)
+		r.Plan = &p
+	}
+	if r.Drift != nil {
+		d := *r.Drift
+		d.Addresses = list(d.Addresses)
+		r.Drift = &d
+	}
+	if r.Error != nil {
+		e := *r.Error
+		e.Summary = redact(e.Summary)
+		r.Error = &e
+	}
+	return r
+}
+
 // OK reports whether the operation succeeded.
 func (r Result) OK() bool { return r.Error == nil }

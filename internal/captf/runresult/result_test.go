@@ -172,3 +172,29 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestRedact: every free text of a result passes the redactor, and entries that redact to
+// nothing are dropped so the document still decodes.
+func TestRedact(t *testing.T) {
+	g := NewWithT(t)
+	r := full()
+	r.Plan.Resources = append(r.Plan.Resources, `x.y["s3cret"] (create)`, "s3cret")
+	r.Drift = &Drift{Resources: 2, Addresses: []string{`a["s3cret"]`, "b"}}
+	r.Error.Summary = "Error: s3cret is wrong"
+	red := r.Redact(func(s string) string {
+		if s == "s3cret" {
+			return ""
+		}
+		return strings.ReplaceAll(s, "s3cret", "[redacted]")
+	})
+	b, err := Encode(red)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(b)).NotTo(ContainSubstring("s3cret"))
+	g.Expect(red.Plan.Resources).To(Equal([]string{"a.b (create)", "c.d (replace)", `x.y["[redacted]"] (create)`}))
+	g.Expect(red.Drift.Addresses).To(Equal([]string{`a["[redacted]"]`, "b"}))
+	g.Expect(red.Error.Summary).To(Equal("Error: [redacted] is wrong"))
+	_, err = Decode(b)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r.Plan.Resources).To(HaveLen(4), "the original is left alone")
+	g.Expect(r.Error.Summary).To(ContainSubstring("s3cret"))
+}
