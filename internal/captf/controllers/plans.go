@@ -2,8 +2,6 @@ package controllers
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"sort"
 	"strconv"
@@ -18,6 +16,7 @@ import (
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/captf/decide"
 	"github.com/capx-io/capx/internal/captf/jobs"
+	"github.com/capx-io/capx/internal/captf/planview"
 	"github.com/capx-io/capx/internal/captf/runresult"
 )
 
@@ -135,6 +134,9 @@ func (r *provider[T]) recordPlan(ctx context.Context, p *pass[T], job *batchv1.J
 	if err := r.setPlanStatus(ctx, tp, captfv1.PlanPending, "Waiting for approval", job.Name); err != nil {
 		return err
 	}
+	if err := r.adoptPlanView(ctx, tp); err != nil {
+		return err
+	}
 	if err := r.supersede(ctx, p, tp.Name); err != nil {
 		return err
 	}
@@ -148,14 +150,9 @@ func (r *provider[T]) recordPlan(ctx context.Context, p *pass[T], job *batchv1.J
 // newPlan builds the TerraformPlan of a Job's plan. Its name derives from the Job and the plan
 // hash, so recording the same Job twice finds the same plan.
 func newPlan(namespace, kind, target string, job *batchv1.Job, reason captfv1.PlanReason, rr *runresult.Result) *captfv1.TerraformPlan {
-	sum := sha256.Sum256([]byte(job.Name + "/" + rr.PlanHash))
-	name := target
-	if len(name) > 242 {
-		name = name[:242]
-	}
 	s := rr.Plan
 	return &captfv1.TerraformPlan{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-" + hex.EncodeToString(sum[:])[:10]},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: planview.PlanName(target, job.Name, rr.PlanHash)},
 		Spec: captfv1.TerraformPlanSpec{
 			TargetRef:  captfv1.PlanTarget{Kind: kind, Name: target},
 			PlanHash:   rr.PlanHash,

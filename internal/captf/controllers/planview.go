@@ -1,0 +1,52 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+	"github.com/capx-io/capx/internal/captf/planview"
+)
+
+// adoptPlanView hands the Secrets holding a plan's readable changes (written by the plan's Job,
+// owned by the object until the plan exists) to the TerraformPlan, so they are collected with
+// it and move with it. A plan whose Job stored no view has nothing to adopt.
+func (r *provider[T]) adoptPlanView(ctx context.Context, tp *captfv1.TerraformPlan) error {
+	ref := metav1.OwnerReference{APIVersion: captfv1.GroupVersion.String(), Kind: "TerraformPlan", Name: tp.Name, UID: tp.UID,
+		Controller: ptr.To(true)}
+	first := &corev1.Secret{}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: tp.Namespace, Name: planview.SecretName(tp.Name)}, first); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	n, err := planview.Chunks(first)
+	if err != nil {
+		return nil // not a view the runner wrote; plan show reports it
+	}
+	for i := range n {
+		s := first
+		if i > 0 {
+			s = &corev1.Secret{}
+			if err := r.client.Get(ctx, client.ObjectKey{Namespace: tp.Namespace, Name: planview.ChunkName(tp.Name, i)}, s); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue
+				}
+				return err
+			}
+		}
+		if len(s.OwnerReferences) == 1 && s.OwnerReferences[0].UID == tp.UID {
+			continue
+		}
+		patch := client.MergeFrom(s.DeepCopy())
+		s.OwnerReferences = []metav1.OwnerReference{ref}
+		if err := r.client.Patch(ctx, s, patch); err != nil {
+			return fmt.Errorf("hand Secret %s to TerraformPlan %s: %w", s.Name, tp.Name, err)
+		}
+	}
+	return nil
+}
