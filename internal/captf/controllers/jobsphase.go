@@ -211,8 +211,10 @@ func (r *provider[T]) event(p *pass[T], job *batchv1.Job, s *captfv1.RunSummary)
 	if s.Result != captfv1.RunSucceeded {
 		kind, reason = corev1.EventTypeWarning, "Job"+string(s.Result)
 		msg = fmt.Sprintf("%s Job %s: %s", s.Operation, job.Name, s.Result)
-		if s.Error != nil && s.Error.Summary != "" {
-			msg += ": " + runresult.Head(s.Error.Summary, 300)
+		// Events are readable by many who cannot read Secrets: never the runtime's output, which
+		// only the (redacted) status.lastRun.error.summary carries.
+		if s.Error != nil {
+			msg += fmt.Sprintf(" at step %s (%s); the error is in status.lastRun.error", runresult.Head(s.Error.Step, 32), runresult.Head(s.Error.Kind, 32))
 		}
 	} else if s.Changes != nil {
 		msg += fmt.Sprintf(" (%d added, %d changed, %d destroyed)", s.Changes.Add, s.Changes.Change, s.Changes.Destroy)
