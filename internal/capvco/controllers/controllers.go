@@ -7,6 +7,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -35,6 +36,9 @@ type Options struct {
 	// Prober checks control-plane API servers for load-balancer membership; nil means a TLS
 	// handshake with <address>:6443.
 	Prober health.Prober
+	// MachineResync is how often a provisioned machine's VM is read back to notice a VM lost
+	// out of band (default DefaultMachineResync).
+	MachineResync time.Duration
 }
 
 // Setup registers the CAPVCO controllers with the manager.
@@ -67,7 +71,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}); err != nil {
 		return fmt.Errorf("VCOCluster controller: %w", err)
 	}
-	mp := &machineProvider{client: c, platform: opts.Platform, recorder: mgr.GetEventRecorderFor("vcomachine-controller")}
+	if opts.MachineResync <= 0 {
+		opts.MachineResync = DefaultMachineResync
+	}
+	mp := &machineProvider{client: c, platform: opts.Platform, recorder: mgr.GetEventRecorderFor("vcomachine-controller"), resync: opts.MachineResync}
 	if err := (&capi.Reconciler[*capvcov1.VCOMachine]{
 		Client: c, Role: capi.InfraMachine, Finalizer: capvcov1.VCOMachineFinalizer,
 		New:             func() *capvcov1.VCOMachine { return &capvcov1.VCOMachine{} },

@@ -205,7 +205,7 @@ func TestStatusWipedAdoptionRecreatesNothing(t *testing.T) {
 // machine and never silently recreated.
 func TestVMLostOutOfBandIsReported(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, harnessOptions{})
+	h := newHarness(t, harnessOptions{machineResync: 2 * time.Second})
 	g := NewWithT(t)
 	ctx := context.Background()
 	_, vc := h.cluster("lost", nil)
@@ -219,9 +219,7 @@ func TestVMLostOutOfBandIsReported(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(c.DeleteVM(ctx, m.Status.CloudspaceID, int(*m.Status.VMID), vco.DeleteVMOptions{Permanently: true})).To(Succeed())
 
-	// The periodic resync finds it; a touch brings that forward.
-	m.Annotations = map[string]string{"test/touch": "1"}
-	g.Expect(env.Client.Update(ctx, m)).To(Succeed())
+	// The periodic resync (2 s here, 10 min by default) finds it.
 	waitFor(h, m, 30*time.Second, "VMReady=False NotFound", func(m *capvcov1.VCOMachine) bool {
 		c := conditions.Get(m, capvcov1.VMReadyCondition)
 		return c != nil && c.Reason == capvcov1.NotFoundReason

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,11 +33,30 @@ type machineProvider struct {
 	client   client.Client
 	platform platform.Factory
 	recorder record.EventRecorder
+	// resync is how often a provisioned machine's VM is read back, so that a VM deleted out of
+	// band is reported. Between reads, reconciles (status patches, CAPI's Machine updates)
+	// reuse the VM last read: they are not news about the platform.
+	resync time.Duration
+	seen   sync.Map // types.UID -> seenVM
 }
 
-// machineResync is how often a provisioned machine's VM is read back, so that a VM deleted out
-// of band is reported.
-const machineResync = 10 * time.Minute
+// DefaultMachineResync is the default Options.MachineResync.
+const DefaultMachineResync = 10 * time.Minute
+
+type seenVM struct {
+	vm vco.VM
+	at time.Time
+}
+
+// lastVM is the VM read for the machine within the resync period, if it was running.
+func (p *machineProvider) lastVM(m *capvcov1.VCOMachine, id int) (vco.VM, bool) {
+	e, ok := p.seen.Load(m.UID)
+	if !ok {
+		return vco.VM{}, false
+	}
+	s := e.(seenVM)
+	return s.vm, s.vm.ID == id && vm.Running(s.vm) && time.Since(s.at) < p.resync
+}
 
 // machineObserved is what one reconcile of a VCOMachine saw.
 type machineObserved struct {
@@ -130,8 +150,12 @@ func (p *machineProvider) ReconcileNormal(ctx context.Context, s *machineScope) 
 
 	var v vco.VM
 	if id := knownVMID(m); id != 0 {
-		v, err = vm.Get(ctx, api, csID, id)
+		var fresh bool
+		if v, fresh = p.lastVM(m, id); !fresh {
+			v, err = vm.Get(ctx, api, csID, id)
+		}
 		if errors.Is(err, vm.ErrLost) {
+			p.seen.Delete(m.UID)
 			obs.lost, obs.vmErr = true, err
 			if !ptr.Deref(m.Status.Initialization.Provisioned, false) || m.Status.VMID != nil {
 				p.recorder.Eventf(m, corev1.EventTypeWarning, capvcov1.VMNotFoundEvent,
@@ -153,6 +177,9 @@ func (p *machineProvider) ReconcileNormal(ctx context.Context, s *machineScope) 
 		return ctrl.Result{}, err
 	}
 	obs.vm = &v
+	if _, fresh := p.lastVM(m, v.ID); !fresh {
+		p.seen.Store(m.UID, seenVM{vm: v, at: time.Now()})
+	}
 	setMachineVM(m, where, csID, v)
 
 	if obs.gpuWanted > 0 {
@@ -164,7 +191,7 @@ func (p *machineProvider) ReconcileNormal(ctx context.Context, s *machineScope) 
 	if !vm.Running(v) {
 		return ctrl.Result{RequeueAfter: waitPoll}, nil
 	}
-	return ctrl.Result{RequeueAfter: machineResync}, nil
+	return ctrl.Result{RequeueAfter: p.resync}, nil
 }
 
 func (p *machineProvider) createVM(ctx context.Context, s *machineScope, api platform.Client, where *site, csID string, obs *machineObserved) (vco.VM, error) {
@@ -255,6 +282,7 @@ func (p *machineProvider) ReconcileDelete(ctx context.Context, s *machineScope) 
 	obs := &machineObserved{}
 	s.Observed = obs
 	m := s.Object
+	p.seen.Delete(m.UID)
 	vc := &capvcov1.VCOCluster{}
 	var err error
 	switch {

@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -116,7 +117,7 @@ func (a *apiServers) prober() health.Prober {
 // harness is one test's provider: a simulator, the CAPVCO controllers in their own manager
 // watching only the test's namespace, and the namespace itself.
 type harness struct {
-	t        *testing.T
+	t        testing.TB
 	ns       string
 	sim      *vcosim.Server
 	factory  *countingFactory
@@ -125,16 +126,29 @@ type harness struct {
 	simToken string
 	// logs is everything the CAPVCO controllers logged (at V(10)), to prove what never is.
 	logs testenv.SyncBuffer
+	opts harnessOptions
 }
 
 type harnessOptions struct {
 	sim      vcosim.Options
 	clientOp vco.Options
+	// config, when set, is the API server config the controllers use (a counting transport).
+	config *rest.Config
+	// machineConcurrency caps concurrent VCOMachine reconciles (default 4).
+	machineConcurrency int
+	// machineResync is how often provisioned machines' VMs are read back (default 10 min).
+	machineResync time.Duration
 }
 
-func newHarness(t *testing.T, o harnessOptions) *harness {
+func newHarness(t testing.TB, o harnessOptions) *harness {
 	t.Helper()
-	h := &harness{t: t, ns: env.NewNamespace(t), sim: vcosim.NewTestServer(t, o.sim), servers: newAPIServers(t)}
+	h := &harness{t: t, ns: env.NewNamespace(t), sim: vcosim.NewTestServer(t, o.sim), servers: newAPIServers(t), opts: o}
+	if h.opts.config == nil {
+		h.opts.config = env.Config
+	}
+	if h.opts.machineConcurrency == 0 {
+		h.opts.machineConcurrency = 4
+	}
 	tok, err := h.sim.Token(vcosim.SeedClusterPrinc, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +186,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 // start runs the CAPVCO controllers (again, after stop: a restarted or new management cluster).
 func (h *harness) start() {
 	h.t.Helper()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(h.opts.config, ctrl.Options{
 		Logger:     funcr.New(func(prefix, args string) { fmt.Fprintln(&h.logs, prefix, args) }, funcr.Options{Verbosity: 10}),
 		Scheme:     env.Scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
@@ -183,7 +197,7 @@ func (h *harness) start() {
 		h.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := controllers.Setup(ctx, mgr, controllers.Options{Platform: h.factory, Prober: h.servers.prober(), MachineConcurrency: 4, ClusterConcurrency: 2}); err != nil {
+	if err := controllers.Setup(ctx, mgr, controllers.Options{Platform: h.factory, Prober: h.servers.prober(), MachineConcurrency: h.opts.machineConcurrency, ClusterConcurrency: 2, MachineResync: h.opts.machineResync}); err != nil {
 		h.t.Fatal(err)
 	}
 	done := make(chan error, 1)

@@ -11,10 +11,13 @@ import (
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 )
 
-// machinesToCluster enqueues the VCOCluster of a VCOMachine's cluster (pool membership follows
-// the control-plane machines).
+// machinesToCluster enqueues the VCOCluster of a control-plane VCOMachine's cluster (pool
+// membership follows the control-plane machines; workers do not concern the cluster).
 func machinesToCluster(c client.Client) func(context.Context, client.Object) []reconcile.Request {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		if _, cp := o.GetLabels()[clusterv1.MachineControlPlaneLabel]; !cp {
+			return nil
+		}
 		var list capvcov1.VCOClusterList
 		if !listSameCluster(ctx, c, o, &list) {
 			return nil

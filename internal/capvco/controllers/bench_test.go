@@ -1,0 +1,152 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
+)
+
+// writeCounter counts the controllers' writes to the Kubernetes API server.
+type writeCounter struct {
+	n    atomic.Int64
+	rt   http.RoundTripper
+	what atomic.Value
+}
+
+func (w *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodGet {
+		w.n.Add(1)
+		w.what.Store(r.Method + " " + r.URL.Path)
+	}
+	return w.rt.RoundTrip(r)
+}
+
+// BenchmarkMachinesToProvisioned: N VCOMachines (default 100, CAPX_BENCH_MACHINES) of one
+// provisioned cluster reconcile to provisioned against the simulator, with CAPI's own
+// controllers; then every machine is reconciled again with nothing to do. It reports the time
+// to provisioned, whitesky.cloud calls per machine against the minimum, and the steady state's
+// mutating platform calls and Kubernetes writes, which must both be zero.
+//
+//	go test ./internal/capvco/controllers/ -run '^$' -bench MachinesToProvisioned -benchtime 1x
+//
+// The API's minimum for one VM is one call (POST .../vms, which blocks until the VM is
+// deployed). A create that survives unknown outcomes needs a lookup by name before it, so two
+// calls is the floor for a safe create; the rest are reads that confirm the result.
+func BenchmarkMachinesToProvisioned(b *testing.B) {
+	n := 100
+	if v, err := strconv.Atoi(os.Getenv("CAPX_BENCH_MACHINES")); err == nil && v > 0 {
+		n = v
+	}
+	writes := &writeCounter{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { writes.rt = rt; return writes })
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		h := newHarness(b, harnessOptions{config: cfg, machineConcurrency: 8})
+		g := NewWithT(b)
+		_, vc := h.cluster("bench", nil)
+		waitFor(h, vc, time.Minute, "provisioned", provisionedCluster)
+		h.sim.ResetRequests()
+		b.StartTimer()
+
+		start := time.Now()
+		machines := make([]*capvcov1.VCOMachine, n)
+		for j := range machines {
+			machines[j] = h.machine("bench", fmt.Sprintf("w-%03d", j), false, nil)
+		}
+		var list capvcov1.VCOMachineList
+		g.Eventually(func() int {
+			_ = env.Client.List(context.Background(), &list, client.InNamespace(h.ns))
+			done := 0
+			for k := range list.Items {
+				if provisionedMachine(&list.Items[k]) {
+					done++
+				}
+			}
+			return done
+		}, 5*time.Minute, 200*time.Millisecond).Should(Equal(n))
+		elapsed := time.Since(start)
+		b.StopTimer()
+
+		byRoute := map[string]int{}
+		reqs := h.sim.Requests()
+		for _, r := range reqs {
+			byRoute[r.Method+" "+strings.TrimPrefix(r.Route, "/api/1")]++
+		}
+		b.ReportMetric(elapsed.Seconds(), "s/provision-all")
+		b.ReportMetric(float64(len(reqs))/float64(n), "calls/machine")
+		b.ReportMetric(1, "min-calls/machine")
+		b.ReportMetric(2, "safe-min-calls/machine")
+		logRoutes(b, byRoute, n)
+
+		// Steady state: touching the VCOCluster re-queues every machine of the cluster.
+		time.Sleep(2 * time.Second) // let the tail of status patches and CAPI's reactions settle
+		h.sim.ResetRequests()
+		before := writes.n.Load()
+		r0 := reconciles(b, "VCOMachine")
+		g.Expect(h.get(vc)).To(Succeed())
+		vc.Labels["bench/touch"] = strconv.Itoa(i)
+		g.Expect(env.Client.Update(context.Background(), vc)).To(Succeed())
+		g.Eventually(func() float64 { return reconciles(b, "VCOMachine") - r0 }, time.Minute, 100*time.Millisecond).Should(BeNumerically(">=", n))
+		time.Sleep(time.Second) // a write would follow its reconcile's reads within this
+		b.ReportMetric(float64(len(h.sim.Requests()))/float64(n), "steady-calls/machine")
+		mut, what := h.mutating()
+		kw := writes.n.Load() - before
+		b.ReportMetric(float64(mut), "steady-mutating-calls")
+		b.ReportMetric(float64(kw), "steady-k8s-writes")
+		if mut != 0 || kw != 0 {
+			b.Fatalf("steady state made %d mutating calls %v and %d Kubernetes writes (last %v)", mut, what, kw, writes.what.Load())
+		}
+		h.stop()
+	}
+}
+
+// reconciles is controller-runtime's count of finished reconciles of a controller (every
+// manager in the process shares the registry).
+func reconciles(b *testing.B, controller string) float64 {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == controller {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
+
+func logRoutes(b *testing.B, byRoute map[string]int, n int) {
+	keys := make([]string, 0, len(byRoute))
+	for k := range byRoute {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var sb strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&sb, "  %6.2f/machine  %s\n", float64(byRoute[k])/float64(n), k)
+	}
+	b.Logf("platform calls while provisioning %d machines:\n%s", n, sb.String())
+}
