@@ -16,6 +16,10 @@ const (
 	WaitingForOwnerReason = "WaitingForOwner"
 	// WaitingForClusterInfrastructureReason: the TerraformCluster is not provisioned yet.
 	WaitingForClusterInfrastructureReason = "WaitingForClusterInfrastructure"
+	// ClusterNotTerraformReason (False, machines and pools): the Cluster's infrastructure is not
+	// a TerraformCluster, so the module runs with captf_cluster_outputs = {}. It does not hold
+	// the apply; it says why the module receives nothing from a cluster module.
+	ClusterNotTerraformReason = "ClusterNotTerraform"
 	// WaitingForBootstrapDataReason: the Machine's bootstrap Secret is not ready yet.
 	WaitingForBootstrapDataReason = "WaitingForBootstrapData"
 	// VariablesSourceNotFoundReason: a variablesFrom source is missing or not opted in.

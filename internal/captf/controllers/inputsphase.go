@@ -129,10 +129,14 @@ func (e *engine) bootstrapData(ctx context.Context, namespace string, b clusterv
 
 // clusterExports are the TerraformCluster's exports output, read from its state (not its
 // status, which clusterctl move drops). Machines and pools wait until the cluster is
-// provisioned; a cluster of another provider gives {} (nil).
-func (e *engine) clusterExports(ctx context.Context, tc *captfv1.TerraformCluster) (exports []byte, failureDomains []string, wait string, err error) {
-	if tc == nil {
+// provisioned. A Cluster of another provider gives {} (nil), which DependenciesReady reports
+// (ClusterNotTerraform); one whose TerraformCluster does not exist yet waits for it.
+func (e *engine) clusterExports(ctx context.Context, cluster *clusterv1.Cluster, tc *captfv1.TerraformCluster) (exports []byte, failureDomains []string, wait string, err error) {
+	if cluster == nil || !isTerraformCluster(cluster.Spec.InfrastructureRef) {
 		return nil, nil, "", nil
+	}
+	if tc == nil {
+		return nil, nil, captfv1.WaitingForClusterInfrastructureReason, nil
 	}
 	if !ptr.Deref(tc.Status.Initialization.Provisioned, false) {
 		return nil, nil, captfv1.WaitingForClusterInfrastructureReason, nil
@@ -152,4 +156,9 @@ func (e *engine) clusterExports(ctx context.Context, tc *captfv1.TerraformCluste
 		exports = []byte("{}")
 	}
 	return exports, failureDomains, "", nil
+}
+
+// isTerraformCluster reports whether a Cluster's infrastructure is a TerraformCluster.
+func isTerraformCluster(ref clusterv1.ContractVersionedObjectReference) bool {
+	return ref.Kind == contract.KindCluster && ref.APIGroup == captfv1.GroupVersion.Group
 }

@@ -27,7 +27,7 @@ func (machineKind) roleInputs(ctx context.Context, e *engine, p *pass[*captfv1.T
 	if m == nil {
 		return captfv1.WaitingForOwnerReason, nil
 	}
-	exports, _, wait, err := e.clusterExports(ctx, p.tfCluster)
+	exports, _, wait, err := e.clusterExports(ctx, p.scope.Cluster, p.tfCluster)
 	if wait != "" || err != nil {
 		return wait, err
 	}

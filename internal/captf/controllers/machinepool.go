@@ -50,7 +50,7 @@ func (machinePoolKind) roleInputs(ctx context.Context, e *engine, p *pass[*captf
 			return "", err
 		}
 	}
-	exports, clusterFDs, wait, err := e.clusterExports(ctx, p.tfCluster)
+	exports, clusterFDs, wait, err := e.clusterExports(ctx, p.scope.Cluster, p.tfCluster)
 	if wait != "" || err != nil {
 		return wait, err
 	}

@@ -114,6 +114,9 @@ func dependenciesCondition[T capi.Object](p *pass[T]) (string, metav1.ConditionS
 		if p.rendered == nil && p.stored == nil {
 			return "", "", "", "", false
 		}
+		if msg := clusterNotTerraform(p); msg != "" {
+			return t, metav1.ConditionFalse, captfv1.ClusterNotTerraformReason, msg, true
+		}
 		return t, metav1.ConditionTrue, captfv1.DependenciesReadyReason, "", true
 	case captfv1.VariablesSourceNotFoundReason, captfv1.VariablesInvalidReason, captfv1.CredentialsNotFoundReason:
 		return t, metav1.ConditionFalse, p.inputsWait, errText(p.inputsErr), true
@@ -121,6 +124,18 @@ func dependenciesCondition[T capi.Object](p *pass[T]) (string, metav1.ConditionS
 		return t, metav1.ConditionTrue, captfv1.DependenciesReadyReason, "", true
 	}
 	return t, metav1.ConditionUnknown, p.inputsWait, waitMessage(p.inputsWait), true
+}
+
+// clusterNotTerraform says why a machine or pool of a Cluster of another provider receives
+// captf_cluster_outputs = {}; "" for a TerraformCluster's (and for clusters).
+func clusterNotTerraform[T capi.Object](p *pass[T]) string {
+	c := p.scope.Cluster
+	if p.owner.Kind == contractKindCluster || c == nil || isTerraformCluster(c.Spec.InfrastructureRef) {
+		return ""
+	}
+	ref := c.Spec.InfrastructureRef
+	return fmt.Sprintf("Cluster %s's infrastructure is %s %s (%s), not a TerraformCluster: the module runs with captf_cluster_outputs = {} "+
+		"and no cluster failure domains, as no cluster module hands it anything", c.Name, ref.Kind, ref.Name, ref.APIGroup)
 }
 
 func waitMessage(reason string) string {
