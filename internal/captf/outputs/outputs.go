@@ -9,10 +9,13 @@
 package outputs
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
@@ -64,6 +67,8 @@ const (
 	MaxAddresses = 256
 	// MaxInstanceAddresses is the most addresses of one pool instance.
 	MaxInstanceAddresses = 16
+	// MaxExportKeys is the most export keys StatusExports lists.
+	MaxExportKeys = 100
 
 	maxHealthMessage = 1024
 	maxProviderID    = 512
@@ -93,7 +98,8 @@ type Result struct {
 	ControlPlaneEndpoint *clusterv1.APIEndpoint
 	// FailureDomains of the cluster, in the module's order.
 	FailureDomains []clusterv1.FailureDomain
-	// Exports is the cluster's exports as JSON; nil while null.
+	// Exports is the cluster's exports as JSON; nil while null. It is for the machines' and
+	// pools' inputs only: status shows StatusExports.
 	Exports []byte
 	// ExportsBytes is len(Exports), for the 64 KiB status limit and metrics.
 	ExportsBytes int
@@ -115,6 +121,38 @@ type Result struct {
 	InstancesTotal int
 	// InstancesTruncated is true when more than MaxInstances were reported.
 	InstancesTruncated bool
+}
+
+// StatusExports is what TerraformCluster.status.exports shows of the exports output: the
+// sorted list of its top-level keys (at most MaxExportKeys, none longer than 256 bytes), never
+// a value. The generated root module declares exports sensitive and a module may export
+// credentials (a join token, a kubeconfig); status is readable by everyone who can get the
+// object, and machines and pools read the values from the state. Nil while exports is null or
+// not an object.
+func (r *Result) StatusExports() *apiextensionsv1.JSON {
+	if r.Exports == nil {
+		return nil
+	}
+	v, err := parse(r.Exports)
+	if err != nil {
+		return nil
+	}
+	fields, err := v.object("", "an object")
+	if err != nil {
+		return nil
+	}
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		if len(k) <= maxName {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	b, err := json.Marshal(keys[:min(len(keys), MaxExportKeys)])
+	if err != nil {
+		return nil
+	}
+	return &apiextensionsv1.JSON{Raw: b}
 }
 
 // Status is the worst status among the problems, Valid without any.

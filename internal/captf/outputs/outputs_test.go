@@ -300,3 +300,33 @@ func list(n int, format string) string {
 	}
 	return "[" + strings.Join(items, ",") + "]"
 }
+
+// TestStatusExportsHoldNoValues: status.exports lists the export keys, never a value (the
+// exports output is sensitive and may hold credentials).
+func TestStatusExportsHoldNoValues(t *testing.T) {
+	g := NewWithT(t)
+	decode := func(exports string) *Result {
+		return Decode(contract.RoleCluster, map[string]state.Output{
+			"control_plane_endpoint": {Value: []byte(`{"host":"h","port":6443}`)},
+			"exports":                {Value: []byte(exports)},
+		}, Options{})
+	}
+	r := decode(`{"network_id":"n-1","join_token":"abcdef.0123456789abcdef","kubeconfig":{"users":[{"token":"t0k3n"}]}}`)
+	g.Expect(r.Status()).To(Equal(Valid))
+	st := r.StatusExports()
+	g.Expect(st).NotTo(BeNil())
+	g.Expect(string(st.Raw)).To(Equal(`["join_token","kubeconfig","network_id"]`))
+	g.Expect(string(r.Exports)).To(ContainSubstring("abcdef.0123456789abcdef"), "the machines' inputs still get the values")
+
+	g.Expect(decode(`"a-secret-string"`).StatusExports()).To(BeNil(), "not an object: nothing to list")
+	g.Expect(decode(`null`).StatusExports()).To(BeNil())
+	many := map[string]int{}
+	for i := range 2 * MaxExportKeys {
+		many[fmt.Sprintf("k%03d", i)] = i
+	}
+	b, _ := json.Marshal(many)
+	var keys []string
+	g.Expect(json.Unmarshal(decode(string(b)).StatusExports().Raw, &keys)).To(Succeed())
+	g.Expect(keys).To(HaveLen(MaxExportKeys))
+	g.Expect(keys[0]).To(Equal("k000"))
+}
