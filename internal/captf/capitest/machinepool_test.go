@@ -23,7 +23,8 @@ import (
 // TestCAPIMachinePool: with CAPI's core controllers running, a MachinePool whose
 // infrastructure is a TerraformMachinePool is provisioned: CAPI's MachinePool controller
 // takes the provider IDs into its spec.providerIDList and the replicas into status.replicas,
-// and follows the pool as it scales up and down (a scale-down needs no approval). The
+// and follows the pool as it scales up and down (a scale-down needs no approval) and as the
+// module autoscales, its observed replicas written back into the MachinePool. The
 // workload cluster CAPI connects to (for Nodes) is the test API server itself.
 func TestCAPIMachinePool(t *testing.T) {
 	g := NewWithT(t)
@@ -99,4 +100,21 @@ func TestCAPIMachinePool(t *testing.T) {
 	follows(3, "scaled up to 3")
 	scale(1)
 	follows(1, "scaled down to 1 without an approval")
+
+	// The module's own autoscaling between 2 and 4: CAPTF claims the MachinePool's replicas and
+	// writes back what the pool has (the 1 clamped up to 2), and CAPI follows.
+	g.Eventually(func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(mp), mp); err != nil {
+			return err
+		}
+		before := mp.DeepCopy()
+		mp.Annotations = map[string]string{clusterv1.AutoscalerMinSizeAnnotation: "2", clusterv1.AutoscalerMaxSizeAnnotation: "4"}
+		return env.Client.Patch(ctx, mp, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+	follows(2, "autoscaled to its minimum of 2")
+	g.Eventually(func() (map[string]any, error) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(mp), mp)
+		return map[string]any{"by": mp.Annotations[clusterv1.ReplicasManagedByAnnotation], "replicas": ptr.Deref(mp.Spec.Replicas, -1)}, err
+	}, time.Minute, 250*time.Millisecond).Should(Equal(map[string]any{"by": "captf", "replicas": int32(2)}),
+		"the MachinePool's replicas are CAPTF's and carry the observed count")
 }
