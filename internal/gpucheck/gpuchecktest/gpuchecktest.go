@@ -98,8 +98,20 @@ func ClientOptions() vco.Options {
 	return vco.Options{BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, MaxAttempts: 3, Timeout: 5 * time.Second}
 }
 
-// Seed starts a simulator and seeds it. bulk adds Loc2's paginated reservations.
+// Seed starts a simulator and seeds it with every Case. bulk adds Loc2's paginated
+// reservations.
 func Seed(t TB, bulk bool) *Fixture {
+	t.Helper()
+	return seed(t, bulk, Cases)
+}
+
+// SeedOne seeds only one Case (the VMs and the management cluster are the same).
+func SeedOne(t TB, c Case) *Fixture {
+	t.Helper()
+	return seed(t, false, []Case{c})
+}
+
+func seed(t TB, bulk bool, cases []Case) *Fixture {
 	t.Helper()
 	sim := vcosim.NewTestServer(t, vcosim.Options{})
 	tok, err := sim.Token(vcosim.SeedClusterPrinc, 0)
@@ -120,7 +132,7 @@ func Seed(t TB, bulk bool) *Fixture {
 		must(t, err)
 		f.VMs[name] = id
 	}
-	for _, c := range Cases {
+	for _, c := range cases {
 		ids, err := sim.ReserveVGPUs(vcosim.SeedCustomer, Loc, vcosim.SeedStubGPUProfile, c.Name)
 		must(t, err)
 		f.IDs[c.Label] = ids[0]

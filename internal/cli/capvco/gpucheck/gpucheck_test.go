@@ -297,3 +297,36 @@ func TestNormalizeArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestExitCodePerClass: an account holding a single reservation of each kind exits 1 exactly
+// when that reservation is an orphan, with and without the management cluster.
+func TestExitCodePerClass(t *testing.T) {
+	for _, c := range gpuchecktest.Cases {
+		t.Run(c.Label, func(t *testing.T) {
+			f := gpuchecktest.SeedOne(t, c)
+			for _, kube := range []bool{true, false} {
+				want := c.Want
+				if !kube {
+					want = c.WantUnverified
+				}
+				r := run(t, f, runOpts{kube: kube}, "-location", gpuchecktest.Loc, "-o", "json", "--ownership", map[bool]string{true: "required", false: "off"}[kube])
+				var got engine.Report
+				if err := json.Unmarshal([]byte(r.out), &got); err != nil || len(got.Findings) != 1 {
+					t.Fatalf("kube=%v: %v\n%s\n%s", kube, err, r.out, r.errOut)
+				}
+				fd := got.Findings[0]
+				code := cmdutil.ExitOK
+				if fd.Orphan {
+					code = cmdutil.ExitFound
+				}
+				if fd.Class != want || r.code != code {
+					t.Fatalf("kube=%v: class %s exit %d, want %s exit %d (%s)", kube, fd.Class, r.code, want, code, fd.Reason)
+				}
+				wantOrphan := want != engine.Owned && want != engine.Foreign && (c.AttachTo == "" || want == engine.AttachedForeign)
+				if fd.Orphan != wantOrphan {
+					t.Fatalf("kube=%v: orphan %v, want %v", kube, fd.Orphan, wantOrphan)
+				}
+			}
+		})
+	}
+}
