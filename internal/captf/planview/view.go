@@ -256,6 +256,8 @@ func resourceChange(rc *tfjson.ResourceChange, redact func(string) string) (Reso
 	if c.Action == ActionDelete {
 		after = map[string]leaf{}
 	}
+	dropEmptyParents(before, after)
+	dropEmptyParents(after, before)
 	paths := make([]string, 0, len(before)+len(after))
 	for p := range before {
 		paths = append(paths, p)
@@ -287,6 +289,25 @@ func resourceChange(rc *tfjson.ResourceChange, redact func(string) string) (Reso
 		c.Attributes = append(c.Attributes, ac)
 	}
 	return c, true
+}
+
+// dropEmptyParents removes empty collections from a that b fills: {} becoming {"k": v} is the
+// addition of k, not the removal of the map.
+func dropEmptyParents(a, b map[string]leaf) {
+	for p, l := range a {
+		if l.mask != "" || (l.value != "{}" && l.value != "[]") {
+			continue
+		}
+		if _, same := b[p]; same {
+			continue
+		}
+		for q := range b {
+			if strings.HasPrefix(q, p+".") || strings.HasPrefix(q, p+"[") {
+				delete(a, p)
+				break
+			}
+		}
+	}
 }
 
 func forcedByPrefix(p string, forces map[string]bool) bool {

@@ -73,7 +73,7 @@ func NewStyles(w io.Writer, on bool) *Styles {
 		info:  r.NewStyle().Foreground(lipgloss.Color("6")),
 		faint: r.NewStyle().Faint(true),
 		bold:  r.NewStyle().Bold(true),
-		hdr:   r.NewStyle().Bold(true).Underline(true),
+		hdr:   r.NewStyle().Bold(true).Foreground(lipgloss.Color("4")),
 	}
 }
 
@@ -105,5 +105,5 @@ func (s *Styles) Faint(str string) string { return s.render(s.faint, str) }
 // Bold is bold.
 func (s *Styles) Bold(str string) string { return s.render(s.bold, str) }
 
-// Header is a bold, underlined section title.
+// Header is a bold blue section title.
 func (s *Styles) Header(str string) string { return s.render(s.hdr, str) }
