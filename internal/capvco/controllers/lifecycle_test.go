@@ -109,12 +109,15 @@ func TestForceDeletedGPUMachineReleasedAtTeardown(t *testing.T) {
 	keepName := renamed.Status.GPUs[0].Name + "-keep"
 	g.Expect(gpuname.Classify(keepName)).To(Equal(gpuname.Renamed))
 
-	// Force-delete: the finalizer is removed, so the VM and both reservations stay.
+	// Force-delete while the provider is down, removing the finalizer by hand: the finalizer
+	// never runs, so the VM and both reservations stay.
+	h.stop()
+	g.Expect(env.Client.Delete(ctx, forced, client.GracePeriodSeconds(0))).To(Succeed())
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(forced), forced)).To(Succeed())
 	controllerutil.RemoveFinalizer(forced, capvcov1.VCOMachineFinalizer)
 	g.Expect(env.Client.Update(ctx, forced)).To(Succeed())
-	g.Expect(env.Client.Delete(ctx, forced, client.GracePeriodSeconds(0))).To(Succeed())
 	h.waitGone(forced, 30*time.Second)
+	h.start()
 	var billedForced int
 	for _, b := range h.sim.Billed() {
 		if b.Kind == "vgpu" && gpuname.OwnedByMachine(b.Name, gpuname.Owner{Namespace: h.ns, Cluster: "ml", Machine: "gpu-forced"}) {
