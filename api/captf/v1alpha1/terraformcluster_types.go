@@ -69,9 +69,9 @@ type TerraformClusterStatus struct {
 	// +kubebuilder:validation:MaxItems=100
 	FailureDomains []clusterv1.FailureDomain `json:"failureDomains,omitempty"`
 
-	// exports is a copy of the module's exports output, which machines and pools receive as
-	// captf_cluster_outputs. Omitted above 64 KiB. Informational: the controller reads exports
-	// from the state, never from here.
+	// exports lists the top-level keys of the module's exports output (sorted, at most 100),
+	// never its values: the output is sensitive, and machines and pools receive the values as
+	// captf_cluster_outputs from the state. Informational: the controller never reads it.
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Exports *apiextensionsv1.JSON `json:"exports,omitempty"`

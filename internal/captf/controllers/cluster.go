@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
@@ -16,9 +15,6 @@ import (
 	"github.com/capx-io/capx/internal/captf/outputs"
 	"github.com/capx-io/capx/internal/captf/state"
 )
-
-// maxStatusExports is the largest exports output copied into status.exports.
-const maxStatusExports = 64 << 10
 
 // clusterKind is the TerraformCluster's part: the endpoint, failure domains and exports.
 type clusterKind struct{}
@@ -58,9 +54,10 @@ func (clusterKind) roleInputs(_ context.Context, _ *engine, p *pass[*captfv1.Ter
 }
 
 // applyOutputs copies the module's endpoint into spec once (CAPI reads it there), and its
-// failure domains and exports into status. An endpoint the module chose and later reports
-// differently (after an approved replace, say) is never written: spec.controlPlaneEndpoint is
-// write-once and the Cluster keeps using it, so the difference is reported instead.
+// failure domains and the keys of its exports (never their values) into status. An endpoint
+// the module chose and later reports differently (after an approved replace, say) is never
+// written: spec.controlPlaneEndpoint is write-once and the Cluster keeps using it, so the
+// difference is reported instead.
 func (clusterKind) applyOutputs(p *pass[*captfv1.TerraformCluster], out *outputs.Result) {
 	obj := p.scope.Object
 	ep := out.ControlPlaneEndpoint
@@ -78,10 +75,7 @@ func (clusterKind) applyOutputs(p *pass[*captfv1.TerraformCluster], out *outputs
 			obj.Spec.ControlPlaneEndpoint.Host, obj.Spec.ControlPlaneEndpoint.Port)
 	}
 	obj.Status.FailureDomains = out.FailureDomains
-	obj.Status.Exports = nil
-	if out.Exports != nil && out.ExportsBytes <= maxStatusExports {
-		obj.Status.Exports = &apiextensionsv1.JSON{Raw: out.Exports}
-	}
+	obj.Status.Exports = out.StatusExports()
 }
 
 // dependents lists the cluster's TerraformMachines and TerraformMachinePools: they are

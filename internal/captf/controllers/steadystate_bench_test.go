@@ -36,6 +36,7 @@ import (
 	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/inputs"
 	"github.com/capx-io/capx/internal/captf/jobs"
+	"github.com/capx-io/capx/internal/captf/outputs"
 	"github.com/capx-io/capx/internal/captf/state"
 	"github.com/capx-io/capx/internal/testenv"
 	"github.com/capx-io/capx/internal/testenv/mgrtest"
@@ -218,16 +219,18 @@ func renderMachine(b *testing.B, tm *captfv1.TerraformMachine, owner jobs.Owner)
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: tm.Namespace, Name: "workers-bootstrap"}, boot); err != nil {
 		b.Fatal(err)
 	}
-	tc := &captfv1.TerraformCluster{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: tm.Namespace, Name: "prod"}, tc); err != nil {
+	// The engine renders the cluster's exports from its state (status lists only their keys).
+	cluster, err := state.Read(ctx, env.Client, tm.Namespace, contract.StateSuffix(tm.Namespace, contract.KindCluster, "prod"))
+	if err != nil {
 		b.Fatal(err)
 	}
+	exports := outputs.Decode(contract.RoleCluster, cluster.Outputs, outputs.Options{EndpointFromUser: true}).Exports
 	r, err := inputs.Render(inputs.Source{
 		Owner: owner, Object: tm, Variables: vars,
 		Machine: &inputs.MachineInputs{
 			MachineName: tm.Name, BootstrapData: boot.Data["value"], BootstrapFormat: string(boot.Data["format"]),
 		},
-		ClusterOutputs: tc.Status.Exports.Raw,
+		ClusterOutputs: exports,
 	})
 	if err != nil {
 		b.Fatal(err)
