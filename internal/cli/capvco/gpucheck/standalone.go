@@ -71,7 +71,7 @@ Flags also work with a single dash (-location, -orphans), as in CAPVCO's documen
 // for the flags cmd's tree knows, leaving shorthands (-o json, -y) and everything after "--"
 // alone: CAPVCO documents `capvco-gpucheck -location <location> -orphans`.
 func NormalizeArgs(cmd *cobra.Command, args []string) []string {
-	long := map[string]bool{}
+	long := map[string]bool{"help": true} // cobra adds --help only when it executes
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags()} {
