@@ -136,3 +136,38 @@ func TestGuardedDeletes(t *testing.T) {
 	g.Expect(GuardedDeletes(nil)).To(BeNil())
 	g.Expect(ScaleDown(nil)).To(BeFalse())
 }
+
+// FuzzGuardedDeletes: whatever the plan JSON, the guard lists only changes that delete, and
+// lets none go unless the plan is a pool's scale-down.
+func FuzzGuardedDeletes(f *testing.F) {
+	for _, doc := range []string{
+		`{"format_version":"1.2"}`,
+		`{"format_version":"1.2","variables":{"captf_object":{"value":{"kind":"TerraformMachinePool"}},"replicas":{"value":2}},"output_changes":{"replicas":{"actions":["update"],"before":3,"after":2}},"resource_changes":[{"address":"module.role.terraform_data.instance[2]","module_address":"module.role","mode":"managed","action_reason":"delete_because_count_index","change":{"actions":["delete"]}}]}`,
+		`{"format_version":"1.2","variables":{"captf_object":{"value":{"kind":"TerraformMachinePool"}},"replicas":{"value":"1"}},"output_changes":{"replicas":{"before":"x"}},"resource_changes":[{"address":"a","deposed":"d","action_reason":"delete_because_no_module","module_address":"module.x[1]","change":{"actions":["delete","create"]}}]}`,
+		`{"format_version":"1.2","variables":{"captf_object":{"value":"TerraformMachinePool"},"replicas":{"value":1e99}},"resource_changes":[null,{"change":null}]}`,
+	} {
+		f.Add([]byte(doc))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		p, err := Parse(doc)
+		if err != nil {
+			return
+		}
+		guarded := GuardedDeletes(p)
+		all := 0
+		for _, rc := range p.ResourceChanges {
+			if deletes(rc) {
+				all++
+			}
+		}
+		if len(guarded) > all {
+			t.Fatalf("%d guarded of %d deleting changes", len(guarded), all)
+		}
+		if !ScaleDown(p) && len(guarded) != all {
+			t.Fatalf("outside a scale-down every delete is guarded: %d of %d", len(guarded), all)
+		}
+		if Destructive(p) != (len(guarded) > 0) {
+			t.Fatal("Destructive disagrees with GuardedDeletes")
+		}
+	})
+}
