@@ -132,12 +132,16 @@ func (o *Options) accounts(ctx context.Context) ([]Account, error) {
 		}
 		return []Account{a}, nil
 	}
+	noCredentials := func(err error) error {
+		if !o.Standalone || o.CredentialSecret != "" {
+			return err
+		}
+		return fmt.Errorf("no credentials: pass --url, --customer and --jwt-file (or set %s, %s and %s), or --credentials-secret; "+
+			"reading the VCOClusters' credential Secrets through the kubeconfig failed: %w", EnvURL, EnvCustomer, EnvJWT, err)
+	}
 	c, err := o.Client()
 	if err != nil {
-		if o.Standalone {
-			return nil, fmt.Errorf("no credentials: pass --url, --customer and --jwt-file (or set %s, %s and %s), or reach a management cluster: %w", EnvURL, EnvCustomer, EnvJWT, err)
-		}
-		return nil, err
+		return nil, noCredentials(err)
 	}
 	if o.CredentialSecret != "" {
 		ns := ""
@@ -156,7 +160,11 @@ func (o *Options) accounts(ctx context.Context) ([]Account, error) {
 		}
 		return []Account{a}, nil
 	}
-	return accountsFromClusters(ctx, c, "")
+	accounts, err := accountsFromClusters(ctx, c, "")
+	if err != nil && len(accounts) == 0 {
+		return nil, noCredentials(err)
+	}
+	return accounts, err
 }
 
 // managementCluster decides, per --ownership, whether reservations are checked against the
