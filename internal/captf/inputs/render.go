@@ -221,6 +221,9 @@ func Render(src Source) (*Rendered, error) {
 	for name := range contract.SensitiveInputs {
 		sensitive[name] = true
 	}
+	// The cluster's exports are a sensitive output of its root module and stay sensitive here:
+	// plans never print them, and the runner redacts their values.
+	sensitive[contract.InputClusterOutputs] = true
 	user := slices.Sorted(maps.Keys(src.Variables.Values))
 	for _, name := range user {
 		if err := CheckVariableName(role, name, "the variables"); err != nil {

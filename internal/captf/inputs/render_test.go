@@ -166,7 +166,7 @@ func TestRenderFollowsTheContract(t *testing.T) {
 				} else {
 					g.Expect(decl).NotTo(HaveKey("default"), name)
 				}
-				sensitive := name == "bootstrap_data" || src.Variables.Sensitive[name]
+				sensitive := name == "bootstrap_data" || name == "captf_cluster_outputs" || src.Variables.Sensitive[name]
 				if sensitive {
 					g.Expect(decl).To(HaveKeyWithValue("sensitive", true), name)
 				} else {

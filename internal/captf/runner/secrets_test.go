@@ -70,3 +70,17 @@ func TestErrorTailRedactedAcrossColourCodes(t *testing.T) {
 		g.Expect(text).NotTo(ContainSubstring("ret-value-9876"))
 	}
 }
+
+// TestClusterOutputsStayOutOfTheLog: a machine's captf_cluster_outputs (the cluster's
+// sensitive exports) is declared sensitive in the rendered root, so the plan never prints it
+// and the runner redacts it wherever it shows.
+func TestClusterOutputsStayOutOfTheLog(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	f := newFixture(t, "machine")
+	f.vars["captf_cluster_outputs"] = map[string]any{"network_name": "net-7d1c9e42", "join_token": "abcdef.0123456789abcdef"}
+	o := f.run(context.Background(), "plan").ok(t)
+	g.Expect(o.res.Plan).NotTo(BeNil())
+	g.Expect(o.log).NotTo(ContainSubstring("net-7d1c9e42"))
+	g.Expect(o.log).NotTo(ContainSubstring("0123456789abcdef"))
+}
