@@ -40,6 +40,9 @@ type Scanner struct {
 	Parallel int
 	// Now defaults to time.Now.
 	Now func() time.Time
+	// Progress, when set, is called after every page with how far that location's listing
+	// is (read of count); calls may come from several goroutines at once.
+	Progress func(location string, read, count int)
 }
 
 // IncompleteError says a location's listing could not be read to the end: nothing may be
@@ -166,6 +169,9 @@ func (s *Scanner) listOnce(ctx context.Context, location string) ([]vco.VGPU, er
 				seen[v.ID] = true
 				all = append(all, v)
 			}
+		}
+		if s.Progress != nil {
+			s.Progress(location, len(all), count)
 		}
 	}
 	if len(all) != count {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -231,7 +233,13 @@ func (o *Options) scan(ctx context.Context) (*gpucheck.Report, gpucheck.Manageme
 		}
 		o.platforms[label] = c
 		s := &gpucheck.Scanner{Platform: c, Account: label, Owners: owners, OwnershipNote: note, PageSize: o.PageSize}
+		var p *progress
+		if o.IO.ErrTTY {
+			p = newProgress(o.IO.ErrOut, a.Label())
+			s.Progress = p.page
+		}
 		r, err := s.Scan(ctx, o.Locations)
+		p.done()
 		rep.Merge(r)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", a.Label(), err))
@@ -254,4 +262,40 @@ type Release struct {
 	cmdutil.TypeMeta `json:",inline"`
 	gpucheck.Report  `json:",inline"`
 	Results          []gpucheck.ReleaseResult `json:"results"`
+}
+
+// progress shows, on a terminal, how far a sweep has read: one line, rewritten in place.
+type progress struct {
+	mu      sync.Mutex
+	w       io.Writer
+	account string
+	read    map[string][2]int
+	shown   bool
+}
+
+func newProgress(w io.Writer, account string) *progress {
+	return &progress{w: w, account: account, read: map[string][2]int{}}
+}
+
+func (p *progress) page(location string, read, count int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.read[location] = [2]int{read, count}
+	total, of := 0, 0
+	for _, rc := range p.read {
+		total, of = total+rc[0], of+rc[1]
+	}
+	fmt.Fprintf(p.w, "\r\033[Kreading the vGPU reservations of %s: %d of %d in %d location(s)", p.account, total, of, len(p.read))
+	p.shown = true
+}
+
+func (p *progress) done() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
 }

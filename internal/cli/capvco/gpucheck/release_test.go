@@ -70,6 +70,9 @@ func TestReleaseOnATerminal(t *testing.T) {
 			t.Errorf("the question does not name %s (%s):\n%s", c.Label, f.IDs[c.Label], r.errOut)
 		}
 	}
+	if !strings.Contains(r.errOut, "\r\033[Kreading the vGPU reservations of acme@") {
+		t.Fatalf("no progress on the terminal:\n%q", r.errOut)
+	}
 	if !strings.Contains(r.errOut, "Release 9 reservations permanently? [y/N]") {
 		t.Fatalf("no question:\n%s", r.errOut)
 	}
