@@ -33,10 +33,10 @@ func GuardedDeletes(plan *tfjson.Plan) []string {
 	if plan == nil {
 		return nil
 	}
-	scaleDown := ScaleDown(plan)
+	replicas, scaleDown := scaleDownTo(plan)
 	var out []string
 	for _, rc := range plan.ResourceChanges {
-		if !deletes(rc) || (scaleDown && dropsInstance(rc)) {
+		if !deletes(rc) || (scaleDown && dropsInstance(rc, replicas)) {
 			continue
 		}
 		out = append(out, rc.Address)
@@ -48,24 +48,30 @@ func GuardedDeletes(plan *tfjson.Plan) []string {
 // TerraformMachinePool) and lowers the pool's replicas: the replicas input is below the replicas
 // output the plan changes.
 func ScaleDown(plan *tfjson.Plan) bool {
+	_, ok := scaleDownTo(plan)
+	return ok
+}
+
+// scaleDownTo returns the new replicas of a pool's scale-down.
+func scaleDownTo(plan *tfjson.Plan) (int64, bool) {
 	if plan == nil || plan.Variables == nil {
-		return false
+		return 0, false
 	}
 	obj := plan.Variables[objectVariable]
 	if obj == nil {
-		return false
+		return 0, false
 	}
 	if o, _ := obj.Value.(map[string]any); o["kind"] != poolKind {
-		return false
+		return 0, false
 	}
 	in := plan.Variables[replicasInput]
 	out := plan.OutputChanges[replicasOutput]
 	if in == nil || out == nil {
-		return false
+		return 0, false
 	}
 	now, ok1 := number(in.Value)
 	before, ok2 := number(out.Before)
-	return ok1 && ok2 && now < before
+	return now, ok1 && ok2 && now < before
 }
 
 // deletes reports whether a change removes a managed object.
@@ -84,16 +90,29 @@ func deletes(rc *tfjson.ResourceChange) bool {
 // dropsInstance reports whether a change only removes an instance that a smaller count or
 // for_each no longer declares, as the runtime itself says (action_reason): a plain delete,
 // never a replace or a deposed object, of a resource instance out of range, or of a resource in
-// a module instance (module.x[2]) that is gone.
-func dropsInstance(rc *tfjson.ResourceChange) bool {
+// a module instance (module.x[2]) that is gone. A count index must also lie at or beyond the new
+// replicas: a lower count drops the last instances, so a dropped index below it (a load balancer
+// at count = replicas > 2 ? 1 : 0, say) is not an instance of the pool and stays guarded.
+func dropsInstance(rc *tfjson.ResourceChange, replicas int64) bool {
 	if !rc.Change.Actions.Delete() || rc.DeposedKey != "" {
 		return false
 	}
 	switch rc.ActionReason {
-	case tfjson.ActionReasonDeleteBecauseCountIndex, tfjson.ActionReasonDeleteBecauseEachKey:
+	case tfjson.ActionReasonDeleteBecauseCountIndex:
+		i, ok := number(rc.Index)
+		return ok && i >= replicas
+	case tfjson.ActionReasonDeleteBecauseEachKey:
 		return true
 	case tfjson.ActionReasonDeleteBecauseNoModule:
-		return strings.HasSuffix(rc.ModuleAddress, "]")
+		open := strings.LastIndex(rc.ModuleAddress, "[")
+		if open < 0 || !strings.HasSuffix(rc.ModuleAddress, "]") {
+			return false
+		}
+		key := rc.ModuleAddress[open+1 : len(rc.ModuleAddress)-1]
+		if i, err := strconv.ParseInt(key, 10, 64); err == nil {
+			return i >= replicas
+		}
+		return strings.HasPrefix(key, `"`) // a for_each key
 	}
 	return false
 }

@@ -2,6 +2,8 @@ package planhash
 
 import (
 	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -10,6 +12,7 @@ import (
 // change is one resource change of a guard test plan.
 type change struct {
 	addr, module, reason, deposed string
+	index                         any
 	actions                       []string
 }
 
@@ -42,6 +45,9 @@ func guardPlan(t *testing.T, kind string, now, before any, changes ...change) ma
 		if c.deposed != "" {
 			m["deposed"] = c.deposed
 		}
+		if c.index != nil {
+			m["index"] = c.index
+		}
 		rcs = append(rcs, m)
 	}
 	return map[string]any{"format_version": "1.2", "variables": vars, "output_changes": outs, "resource_changes": rcs}
@@ -54,7 +60,12 @@ func TestGuardedDeletes(t *testing.T) {
 	const pool, cluster = "TerraformMachinePool", "TerraformCluster"
 	del := []string{"delete"}
 	countIndex := func(addr string) change {
-		return change{addr: addr, module: "module.role", reason: "delete_because_count_index", actions: del}
+		i := strings.LastIndex(addr, "[")
+		n, err := strconv.Atoi(addr[i+1 : len(addr)-1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return change{addr: addr, module: "module.role", reason: "delete_because_count_index", index: n, actions: del}
 	}
 	group := change{addr: "module.role.terraform_data.group", module: "module.role", reason: "replace_because_cannot_update", actions: []string{"delete", "create"}}
 	for _, tc := range []struct {
@@ -77,6 +88,17 @@ func TestGuardedDeletes(t *testing.T) {
 		{name: "to zero", scaleDown: true,
 			plan: guardPlan(t, pool, 0, 1, countIndex("module.role.terraform_data.instance[0]"))},
 
+		{name: "a count index below the new replicas is not a dropped instance", scaleDown: true,
+			plan:    guardPlan(t, pool, 2, 3, countIndex("module.role.terraform_data.instance[2]"), countIndex("module.role.terraform_data.lb[0]")),
+			guarded: []string{"module.role.terraform_data.lb[0]"}},
+		{name: "a count index the plan does not give", scaleDown: true,
+			plan:    guardPlan(t, pool, 2, 3, change{addr: "module.role.terraform_data.instance[2]", module: "module.role", reason: "delete_because_count_index", actions: del}),
+			guarded: []string{"module.role.terraform_data.instance[2]"}},
+		{name: "a per-instance module instance below the new replicas", scaleDown: true,
+			plan:    guardPlan(t, pool, 1, 2, change{addr: "module.role.module.node[0].terraform_data.vm", module: "module.role.module.node[0]", reason: "delete_because_no_module", actions: del}),
+			guarded: []string{"module.role.module.node[0].terraform_data.vm"}},
+		{name: "a per-instance module keyed by name", scaleDown: true,
+			plan: guardPlan(t, pool, 1, 2, change{addr: `module.role.module.node["b"].terraform_data.vm`, module: `module.role.module.node["b"]`, reason: "delete_because_no_module", actions: del})},
 		{name: "a scale-down that also replaces the group", scaleDown: true,
 			plan:    guardPlan(t, pool, 2, 3, countIndex("module.role.terraform_data.instance[2]"), group),
 			guarded: []string{"module.role.terraform_data.group"}},
