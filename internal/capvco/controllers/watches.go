@@ -22,11 +22,7 @@ func machinesToCluster(c client.Client) func(context.Context, client.Object) []r
 		if !listSameCluster(ctx, c, o, &list) {
 			return nil
 		}
-		out := make([]reconcile.Request, 0, len(list.Items))
-		for i := range list.Items {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-		return out
+		return requests(list.Items)
 	}
 }
 
@@ -37,11 +33,7 @@ func clusterToMachines(c client.Client) func(context.Context, client.Object) []r
 		if !listSameCluster(ctx, c, o, &list) {
 			return nil
 		}
-		out := make([]reconcile.Request, 0, len(list.Items))
-		for i := range list.Items {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-		return out
+		return requests(list.Items)
 	}
 }
 
@@ -55,4 +47,16 @@ func listSameCluster(ctx context.Context, c client.Client, o client.Object, list
 		return false
 	}
 	return true
+}
+
+// requests turns a list's items into reconcile requests.
+func requests[T any, P interface {
+	*T
+	client.Object
+}](items []T) []reconcile.Request {
+	out := make([]reconcile.Request, 0, len(items))
+	for i := range items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(P(&items[i]))})
+	}
+	return out
 }

@@ -48,6 +48,11 @@ func (s *Sim) listImages(c *call) (any, error) {
 }
 
 func (s *Sim) imageFor(c *call, perm string) (*Customer, *Image, error) {
+	return s.imageWhere(c, perm, visibleImage)
+}
+
+// imageWhere resolves the route's image among those ok accepts for the customer and location.
+func (s *Sim) imageWhere(c *call, perm string, ok func(img *Image, customer, location string) bool) (*Customer, *Image, error) {
 	cu, loc, err := c.location(perm)
 	if err != nil {
 		return nil, nil, err
@@ -57,7 +62,7 @@ func (s *Sim) imageFor(c *call, perm string) (*Customer, *Image, error) {
 		return nil, nil, err
 	}
 	img := s.st.Images[id]
-	if img == nil || !visibleImage(img, cu.ID, loc.Name) {
+	if img == nil || !ok(img, cu.ID, loc.Name) {
 		return nil, nil, notFound("NotFound: Image %d does not exist in location %s", id, loc.Name)
 	}
 	return cu, img, nil
@@ -65,19 +70,9 @@ func (s *Sim) imageFor(c *call, perm string) (*Customer, *Image, error) {
 
 // recycledImage is the customer's soft-deleted image at the route's location and id.
 func (s *Sim) recycledImage(c *call) (*Customer, *Image, error) {
-	cu, loc, err := c.location(PermDelete)
-	if err != nil {
-		return nil, nil, err
-	}
-	id, err := c.pathInt("image_id")
-	if err != nil {
-		return nil, nil, err
-	}
-	img := s.st.Images[id]
-	if img == nil || img.Location != loc.Name || img.DeletedAt == nil || img.Customer != cu.ID {
-		return nil, nil, notFound("NotFound: Image %d does not exist in location %s", id, loc.Name)
-	}
-	return cu, img, nil
+	return s.imageWhere(c, PermDelete, func(img *Image, customer, location string) bool {
+		return img.Location == location && img.DeletedAt != nil && img.Customer == customer
+	})
 }
 
 func (s *Sim) getImage(c *call) (any, error) {
