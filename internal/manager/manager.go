@@ -34,9 +34,10 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 	cacheOpts := cache.Options{
 		SyncPeriod: &syncPeriod,
 		// The manager caches only the Secrets and Jobs it labels: a management cluster holds many
-		// Secrets, and caching them all costs memory and widens what a leak would expose. User
-		// Secrets (credentials, bootstrap data, variables), Pods and the backend's lock Leases are
-		// read live through the API reader.
+		// Secrets, and caching them all costs memory and widens what a leak would expose. Of
+		// Secrets it caches only metadata (see Client below): any module can write Secrets with
+		// the managed label. User Secrets (credentials, bootstrap data, variables), Pods and the
+		// backend's lock Leases are read live through the API reader.
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}:         {Label: managed},
 			&batchv1.Job{}:           {Label: managed},
@@ -52,6 +53,9 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme.New(),
 		Cache:                         cacheOpts,
+		// Secrets are read live, never from an informer holding their data; the metadata of
+		// managed Secrets is cached (their watch brings objects back when a state changes).
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
 		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:        o.HealthAddr,

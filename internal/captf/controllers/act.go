@@ -346,6 +346,7 @@ func (r *provider[T]) cleanup(ctx context.Context, p *pass[T]) error {
 	if err := state.Delete(ctx, r.client, p.owner.Namespace, p.owner.StateSuffix()); err != nil {
 		return err
 	}
+	r.states.forget(p.owner.Namespace, p.owner.StateSuffix())
 	for _, name := range []string{inputs.SecretName(p.owner), planKeyName(p.owner)} {
 		s := &corev1.Secret{}
 		s.Namespace, s.Name = p.owner.Namespace, name

@@ -106,17 +106,25 @@ func (clusterKind) dependents(ctx context.Context, e *engine, p *pass[*captfv1.T
 
 // readClusterOutputs decodes a TerraformCluster's outputs from its state; nil when it has no
 // readable state or its outputs are not valid.
-func readClusterOutputs(ctx context.Context, c client.Reader, tc *captfv1.TerraformCluster) (*outputs.Result, error) {
+// Every machine and pool of the cluster reads them: the state cache decodes and maps them once
+// per state serial.
+func readClusterOutputs(ctx context.Context, e *engine, tc *captfv1.TerraformCluster) (*outputs.Result, error) {
 	suffix := contract.StateSuffix(tc.Namespace, contract.KindCluster, tc.Name)
-	snap, err := state.Read(ctx, c, tc.Namespace, suffix)
+	snap, _, err := e.states.read(ctx, e.client, e.reader, tc.Namespace, suffix)
 	if state.Reason(err) != "" {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read the state of TerraformCluster %s/%s: %w", tc.Namespace, tc.Name, err)
 	}
-	out := outputs.Decode(contract.RoleCluster, snap.Outputs, outputs.Options{EndpointFromUser: true})
-	if out.Status() != outputs.Valid {
+	opts := outputs.Options{EndpointFromUser: true}
+	out, err := e.states.outputs(ctx, e.reader, snap, opts, func(m map[string]state.Output) *outputs.Result {
+		return outputs.Decode(contract.RoleCluster, m, opts)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the outputs of TerraformCluster %s/%s: %w", tc.Namespace, tc.Name, err)
+	}
+	if out == nil || out.Status() != outputs.Valid {
 		return nil, nil
 	}
 	return out, nil

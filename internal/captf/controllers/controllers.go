@@ -10,6 +10,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -41,20 +42,19 @@ type Options struct {
 // Setup registers the CAPTF controllers with the manager.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	e := &engine{
-		client: mgr.GetClient(), reader: mgr.GetAPIReader(),
+		client: metadataCached{Client: mgr.GetClient(), cache: mgr.GetCache()}, reader: mgr.GetAPIReader(),
 		recorder: mgr.GetEventRecorderFor("captf"), clock: clock.RealClock{}, opts: opts.Engine,
 	}
 	e.leases = leases.New(e.client, e.reader, e.clock)
+	e.states = newStateCache()
 	// A finished Job, a decided plan and a new state serial (written by the Job's runtime, or
-	// adopted) each bring the object back. The engine reads managed Secrets through two
-	// informers: whole Secrets (the state's content) and their metadata (chunks, backups, owner
-	// references). Each lags on its own, so both are watched: whichever catches up last brings
-	// the object back with both current (a lost owner reference seen by one informer only would
-	// otherwise be repaired by a pass that still sees it in the other).
+	// adopted) each bring the object back. The manager caches only the metadata of the Secrets
+	// it labels, never their data: any module can write Secrets with the managed label, as many
+	// and as large as its namespace allows. State data is fetched live when the metadata says
+	// a state changed (stateCache); other Secrets are read live when needed.
 	owned := func(kind string) func(b *builder.Builder) *builder.Builder {
 		return func(b *builder.Builder) *builder.Builder {
 			return b.Owns(&batchv1.Job{}).Owns(&captfv1.TerraformPlan{}).
-				Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(stateOwner(kind))).
 				WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(stateOwner(kind)))
 		}
 	}
@@ -192,4 +192,26 @@ func objectsOfCluster(ctx context.Context, c client.Client, tc client.Object, li
 		}
 	}
 	return reqs
+}
+
+// metadataCached is the manager's client with Secret metadata read from the cache: the manager
+// reads Secrets themselves live (it caches no Secret data), but lists of their metadata (state
+// chunks, backups, owner references) come from the metadata informer the engine watches.
+type metadataCached struct {
+	client.Client
+	cache client.Reader
+}
+
+func (c metadataCached) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		return c.cache.Get(ctx, key, obj, opts...)
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+func (c metadataCached) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*metav1.PartialObjectMetadataList); ok {
+		return c.cache.List(ctx, list, opts...)
+	}
+	return c.Client.List(ctx, list, opts...)
 }

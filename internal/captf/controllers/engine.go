@@ -28,6 +28,7 @@ type engine struct {
 	recorder record.EventRecorder
 	clock    clock.PassiveClock
 	leases   *leases.Leases
+	states   *stateCache
 	opts     EngineOptions
 }
 

@@ -141,7 +141,7 @@ func (e *engine) clusterExports(ctx context.Context, cluster *clusterv1.Cluster,
 	if !ptr.Deref(tc.Status.Initialization.Provisioned, false) {
 		return nil, nil, captfv1.WaitingForClusterInfrastructureReason, nil
 	}
-	out, err := readClusterOutputs(ctx, e.client, tc)
+	out, err := readClusterOutputs(ctx, e, tc)
 	if err != nil {
 		return nil, nil, "", err
 	}

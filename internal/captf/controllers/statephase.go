@@ -28,7 +28,7 @@ import (
 func (r *provider[T]) readState(ctx context.Context, p *pass[T]) error {
 	suffix := p.owner.StateSuffix()
 	p.status.StateSecretSuffix = suffix
-	snap, err := state.Read(ctx, r.client, p.owner.Namespace, suffix)
+	snap, _, err := r.states.read(ctx, r.client, r.reader, p.owner.Namespace, suffix)
 	switch reason := state.Reason(err); {
 	case err == nil:
 		p.snap = snap
@@ -209,8 +209,14 @@ func (r *provider[T]) backups(ctx context.Context, p *pass[T]) error {
 		if err != nil {
 			return err
 		}
-		if _, err := state.Backup(ctx, r.client, p.snap, ref, state.BackupOptions{Keep: r.opts.StateBackups, Now: r.clock.Now()}); err != nil {
-			return fmt.Errorf("back up state serial %d: %w", p.snap.Serial, err)
+		full, err := r.states.full(ctx, r.reader, p.snap)
+		if err != nil {
+			return err
+		}
+		if full != nil { // else the state changed since it was read: the next pass backs that up
+			if _, err := state.Backup(ctx, r.client, full, ref, state.BackupOptions{Keep: r.opts.StateBackups, Now: r.clock.Now()}); err != nil {
+				return fmt.Errorf("back up state serial %d: %w", p.snap.Serial, err)
+			}
 		}
 		if sets, err = state.Backups(ctx, r.client, ns, suffix); err != nil {
 			return err
@@ -249,9 +255,9 @@ func (r *provider[T]) adoptState(ctx context.Context, p *pass[T], inputsHash str
 	return client.IgnoreNotFound(err)
 }
 
-// readOutputs decodes the module's outputs from the state and lets the kind write them onto
-// the object; then it latches provisioned.
-func (r *provider[T]) readOutputs(_ context.Context, p *pass[T]) error {
+// readOutputs maps the module's outputs from the state (once per state: see stateCache) and lets
+// the kind write them onto the object; then it latches provisioned.
+func (r *provider[T]) readOutputs(ctx context.Context, p *pass[T]) error {
 	if p.snap == nil {
 		return nil
 	}
@@ -260,7 +266,13 @@ func (r *provider[T]) readOutputs(_ context.Context, p *pass[T]) error {
 		return err
 	}
 	opts := outputs.Options{EndpointFromUser: r.endpointFromUser(p)}
-	p.outputs = outputs.Decode(role, p.snap.Outputs, opts)
+	out, err := r.states.outputs(ctx, r.reader, p.snap, opts, func(m map[string]state.Output) *outputs.Result {
+		return outputs.Decode(role, m, opts)
+	})
+	if err != nil || out == nil {
+		return err // nil: the state changed since it was read, and the change brings the object back
+	}
+	p.outputs = out
 	r.kind.applyOutputs(p, p.outputs)
 	p.status.Health = p.outputs.Health
 	if provisionable(p) {

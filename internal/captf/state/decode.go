@@ -753,3 +753,14 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// Compact returns a copy of the snapshot without the chunk data and the output values: what a
+// cache may keep of it. A compact snapshot cannot be backed up (Backup needs the data).
+func (s *Snapshot) Compact() *Snapshot {
+	c := *s
+	c.data, c.Outputs = nil, nil
+	return &c
+}
+
+// Compacted reports a snapshot returned by Compact.
+func (s *Snapshot) Compacted() bool { return s.data == nil }

@@ -1,0 +1,229 @@
+package controllers_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+	"github.com/capx-io/capx/internal/captf/contract"
+	"github.com/capx-io/capx/internal/captf/inputs"
+	"github.com/capx-io/capx/internal/captf/jobs"
+	"github.com/capx-io/capx/internal/captf/state"
+	"github.com/capx-io/capx/internal/testenv"
+	"github.com/capx-io/capx/internal/testenv/mgrtest"
+)
+
+// managerMemoryLimit is the manager Deployment's memory limit (config/manager).
+const managerMemoryLimit = 512 << 20
+
+// BenchmarkHostileStates measures the manager's peak memory with many TerraformMachines whose
+// modules wrote the most hostile states the engine still accepts: outputs just under
+// state.MaxOutputsBytes together and a resource attribute just under state.MaxValueBytes, a
+// few tens of KiB of gzip each that decompress to about 17 MiB (issue 9: one such Secret made
+// one decode allocate 188 MiB, and all of them were cached and decoded on every reconcile).
+// The peak is the process's high-water mark (VmHWM, reset once the fixtures are built), which
+// includes the test's own client and the API server's answers: an upper bound of the manager's.
+//
+//	go test ./internal/captf/controllers/ -run '^$' -bench HostileStates -benchtime 2x
+//
+// CAPX_BENCH_MACHINES sets the number of machines (default 500).
+func BenchmarkHostileStates(b *testing.B) {
+	g := NewWithT(b)
+	ctx := context.Background()
+	n := 500
+	if v, err := strconv.Atoi(os.Getenv("CAPX_BENCH_MACHINES")); err == nil && v > 0 {
+		n = v
+	}
+	env.StartKubelet(b, moduleImages)
+	mgrtest.Start(b, env, "--providers=captf", "--drift-interval=0")
+	ns := env.NewNamespace(b)
+
+	cluster := testenv.Cluster(ns, "prod", "TerraformCluster", "prod")
+	create(b, cluster)
+	tc := testenv.TerraformCluster(ns, "prod", "prod", clusterImage)
+	ownedBy(tc, cluster, "Cluster")
+	create(b, tc)
+	create(b, testenv.BootstrapSecret(ns, "workers-bootstrap", "prod", "#cloud-config\n"))
+	template := benchMachine(b, ns, "m-000", false)
+	mgrtest.WaitFor(b, env, template, 3*time.Minute, "provisioned", func(o *captfv1.TerraformMachine) bool {
+		return provisioned(o.Status.Initialization)
+	})
+	base := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: contract.StateSecretName(
+		contract.StateSuffix(ns, contract.KindMachine, "m-000"))}, base)).To(Succeed())
+	hostile := hostileState(b, base.Data[contract.BackendStateKey])
+	b.Logf("hostile state: %d KiB of gzip", len(hostile)>>10)
+
+	runtime.GC()
+	resetPeakRSS(b)
+	start := time.Now()
+	names := make(chan string)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for name := range names {
+				hostileMachine(b, base, hostile, ns, name)
+			}
+		})
+	}
+	for i := 1; i < n; i++ {
+		names <- fmt.Sprintf("m-%03d", i)
+	}
+	close(names)
+	wg.Wait()
+	g.Eventually(func() int {
+		list := &captfv1.TerraformMachineList{}
+		if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return -1
+		}
+		ready := 0
+		for i := range list.Items {
+			if conditions.IsTrue(&list.Items[i], captfv1.ReadyCondition) && len(list.Items[i].Status.StateBackups) > 0 {
+				ready++
+			}
+		}
+		return ready
+	}, 15*time.Minute, time.Second).Should(Equal(n), "every machine read its state, backed it up and is Ready")
+	b.Logf("%d machines with hostile states Ready after %s; peak RSS so far %d MiB", n, time.Since(start).Round(time.Second), peakRSS(b)>>20)
+
+	reconciles := reconcileTotal(b)
+	round := 0
+	for b.Loop() {
+		round++
+		patch := []byte(`{"metadata":{"labels":{"bench.capx.test/round":"` + strconv.Itoa(round) + `"}}}`)
+		g.Expect(env.Client.Patch(ctx, tc, client.RawPatch("application/merge-patch+json", patch))).To(Succeed())
+		want := reconciles + float64(round*n)
+		g.Eventually(func() bool { return reconcileTotal(b) >= want && queueIdle(b) }, 5*time.Minute, 20*time.Millisecond).
+			Should(BeTrue(), "every TerraformMachine reconciled")
+	}
+	b.StopTimer()
+	peak := peakRSS(b)
+	b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MiB")
+	b.Logf("%d machines with hostile states, %d rounds of reconciles: peak RSS %d MiB (limit %d MiB)", n, round, peak>>20, managerMemoryLimit>>20)
+	if peak > managerMemoryLimit {
+		b.Errorf("peak RSS %d MiB is over the manager's %d MiB limit", peak>>20, managerMemoryLimit>>20)
+	}
+}
+
+// hostileState is the template's state with an extra output that brings the outputs to just
+// under state.MaxOutputsBytes and a resource whose attribute is just under state.MaxValueBytes.
+func hostileState(b *testing.B, gz []byte) []byte {
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var st map[string]any
+	if err := json.Unmarshal(raw, &st); err != nil {
+		b.Fatal(err)
+	}
+	outs := st["outputs"].(map[string]any)
+	used, _ := json.Marshal(outs)
+	outs["junk"] = map[string]any{"value": strings.Repeat("x", state.MaxOutputsBytes-len(used)-4096), "type": "string", "sensitive": true}
+	st["resources"] = append(st["resources"].([]any), map[string]any{
+		"mode": "managed", "type": "terraform_data", "name": "junk", "provider": `provider["terraform.io/builtin/terraform"]`,
+		"instances": []any{map[string]any{"schema_version": 0, "attributes": map[string]any{
+			"id": "junk", "input": strings.Repeat("y", state.MaxValueBytes-(64<<10)),
+		}}},
+	})
+	raw, err = json.Marshal(st)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&out, gzip.BestCompression)
+	_, _ = zw.Write(raw)
+	if err := zw.Close(); err != nil {
+		b.Fatal(err)
+	}
+	s := corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "tfstate-default-0123456789abcdef-m"},
+		Data: map[string][]byte{contract.BackendStateKey: out.Bytes()}}
+	if _, err := state.Decode([]corev1.Secret{s}, "0123456789abcdef-m"); err != nil {
+		b.Fatalf("the hostile state must be one the engine accepts: %v", err)
+	}
+	return out.Bytes()
+}
+
+// hostileMachine is copyMachine with the hostile state as the machine's state.
+func hostileMachine(b *testing.B, base *corev1.Secret, hostile []byte, ns, name string) {
+	ctx := context.Background()
+	tm := benchMachine(b, ns, name, true)
+	owner, err := jobs.OwnerOf(tm, "prod")
+	if err != nil {
+		b.Fatal(err)
+	}
+	rendered := renderMachine(b, tm, owner)
+	if _, err := inputs.Ensure(ctx, env.Client, owner, rendered); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := inputs.MarkApplied(ctx, env.Client, owner); err != nil {
+		b.Fatal(err)
+	}
+	suffix := owner.StateSuffix()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Namespace: ns, Name: contract.StateSecretName(suffix),
+		Labels:      maps.Clone(base.Labels),
+		Annotations: map[string]string{captfv1.InputsHashAnnotation: rendered.Hash},
+	}, Type: base.Type}
+	maps.Copy(s.Labels, owner.MoveLabels())
+	s.Labels[contract.BackendSuffixLabel] = suffix
+	ref, err := state.OwnerReference(tm, env.Scheme)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.OwnerReferences = []metav1.OwnerReference{ref}
+	s.Data = map[string][]byte{contract.BackendStateKey: hostile}
+	create(b, s)
+	unpause := []byte(`{"metadata":{"annotations":{"` + clusterv1.PausedAnnotation + `":null}}}`)
+	if err := env.Client.Patch(ctx, tm, client.RawPatch("application/merge-patch+json", unpause)); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// resetPeakRSS resets this process's VmHWM to its current RSS.
+func resetPeakRSS(b *testing.B) {
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		b.Fatalf("reset the peak RSS: %v", err)
+	}
+}
+
+// peakRSS is this process's VmHWM in bytes.
+func peakRSS(b *testing.B) int64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmHWM in /proc/self/status")
+	return 0
+}
