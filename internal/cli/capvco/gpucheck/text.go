@@ -161,13 +161,27 @@ func (o *Options) summaryLine(rep *gpucheck.Report) string {
 	return s
 }
 
+// releaseHint is the release command for what was just checked: the same locations, the same
+// credential source and ownership mode (file paths only; never a secret).
 func (o *Options) releaseHint() string {
 	cmd := o.ReleaseCommand
-	for _, l := range o.Locations {
-		cmd += " --location " + l
+	add := func(flag, v string) {
+		if v != "" {
+			cmd += " --" + flag + " " + v
+		}
 	}
-	if o.CredentialSecret != "" {
-		cmd += " --credentials-secret " + o.CredentialSecret
+	for _, l := range o.Locations {
+		add("location", l)
+	}
+	add("url", o.Creds.URL)
+	add("customer", o.Creds.Customer)
+	add("jwt-file", o.Creds.JWTFile)
+	add("client-id", o.Creds.ClientID)
+	add("client-secret-file", o.Creds.ClientSecretFile)
+	add("iam-url", o.Creds.IAMURL)
+	add("credentials-secret", o.CredentialSecret)
+	if o.Ownership != OwnershipAuto {
+		add("ownership", string(o.Ownership))
 	}
 	return cmd
 }
