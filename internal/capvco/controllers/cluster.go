@@ -136,6 +136,9 @@ func (p *clusterProvider) ReconcileNormal(ctx context.Context, s *clusterScope) 
 		setCloudspaceStatus(vc, so)
 	}
 	for _, so := range obs.sites {
+		if so.Lost {
+			return ctrl.Result{RequeueAfter: time.Minute}, nil // a person has to act; look now and then
+		}
 		if !so.Deployed() {
 			return ctrl.Result{RequeueAfter: waitPoll}, nil
 		}
@@ -389,6 +392,9 @@ func (p *clusterProvider) ReconcileDelete(ctx context.Context, s *clusterScope) 
 		}
 	}
 	t.step = stepDone
+	for _, site := range sites {
+		p.created.Delete(string(vc.UID) + "/" + site.Name)
+	}
 	return true, ctrl.Result{}, nil
 }
 
