@@ -286,6 +286,14 @@ func TestCredentialSources(t *testing.T) {
 			t.Fatalf("stderr: %s", r.errOut)
 		}
 	})
+	t.Run("unknown location", func(t *testing.T) {
+		r := run(t, f, runOpts{}, "-location", "nl-rmd-dc01-00l", "-orphans")
+		wantCode(t, r, cmdutil.ExitFailure)
+		if !strings.Contains(r.errOut, "Customer has no access to location") ||
+			!strings.Contains(r.errOut, "the customer's locations are nl-rmd-dc01-001, be-mac-dc01-001; --location nl-rmd-dc01-00l is not one of them") {
+			t.Fatalf("stderr: %s", r.errOut)
+		}
+	})
 	t.Run("nothing at all", func(t *testing.T) {
 		r := run(t, f, runOpts{env: none}, "-location", gpuchecktest.Loc)
 		wantCode(t, r, cmdutil.ExitFailure)

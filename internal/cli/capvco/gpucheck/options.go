@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -242,7 +244,7 @@ func (o *Options) scan(ctx context.Context) (*gpucheck.Report, gpucheck.Manageme
 		p.done()
 		rep.Merge(r)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", a.Label(), err))
+			errs = append(errs, fmt.Errorf("%s: %w%s", a.Label(), err, locationHint(ctx, c, o.Locations, err)))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -298,4 +300,22 @@ func (p *progress) done() {
 	if p.shown {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
+}
+
+// locationHint names the customer's locations when a --location was refused: most often a
+// typo, or a location of another customer.
+func locationHint(ctx context.Context, c *vco.Client, asked []string, err error) string {
+	if len(asked) == 0 || !errors.Is(err, vco.ErrForbidden) {
+		return ""
+	}
+	have, lerr := c.ListCustomerLocations(ctx)
+	if lerr != nil {
+		return ""
+	}
+	for _, l := range asked {
+		if !slices.Contains(have, l) {
+			return fmt.Sprintf("\n(the customer's locations are %s; --location %s is not one of them)", strings.Join(have, ", "), l)
+		}
+	}
+	return ""
 }
