@@ -51,11 +51,11 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 	}
 	metricsAddr := o.MetricsAddr
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme.New(),
-		Cache:                         cacheOpts,
+		Scheme: scheme.New(),
+		Cache:  cacheOpts,
 		// Secrets are read live, never from an informer holding their data; the metadata of
 		// managed Secrets is cached (their watch brings objects back when a state changes).
-		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
 		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:        o.HealthAddr,

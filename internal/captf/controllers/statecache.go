@@ -32,8 +32,8 @@ type stateCache struct {
 
 type stateEntry struct {
 	versions string
-	snap     *state.Snapshot // compact; nil when err is set
-	err      error           // a state.Reason error: the state is unreadable as it is
+	snap     *state.Snapshot                     // compact; nil when err is set
+	err      error                               // a state.Reason error: the state is unreadable as it is
 	outs     map[outputs.Options]*outputs.Result // the outputs as mapped with each options
 }
 
