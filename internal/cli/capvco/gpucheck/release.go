@@ -28,6 +28,9 @@ func runRelease(ctx context.Context, o *Options) error {
 		return err
 	}
 	text := o.Output == cmdutil.Text
+	if text && !rep.OwnershipChecked && rep.OwnershipNote != "" {
+		fmt.Fprintln(o.IO.ErrOut, "Warning: ownership "+rep.OwnershipNote+".")
+	}
 	if len(selected) == 0 {
 		out := Release{TypeMeta: cmdutil.Meta("GPURelease"), Report: *rep, Results: []gpucheck.ReleaseResult{}}
 		if err := cmdutil.Print(o.IO.Out, o.Output, out, func() error {
@@ -37,7 +40,7 @@ func runRelease(ctx context.Context, o *Options) error {
 		}); err != nil {
 			return err
 		}
-		return exitAfterRelease(rep, nil)
+		return o.exitAfterRelease(rep, nil, nil)
 	}
 	if !o.Yes {
 		fmt.Fprintf(o.IO.ErrOut, "These %s will be released permanently (this cannot be undone):\n", plural(len(selected), "reservation"))
@@ -67,7 +70,7 @@ func runRelease(ctx context.Context, o *Options) error {
 	}); err != nil {
 		return err
 	}
-	return exitAfterRelease(rep, results)
+	return o.exitAfterRelease(rep, selected, results)
 }
 
 // selectOrphans picks what may be released: releasable orphans, unverified ones only with
@@ -122,14 +125,24 @@ func (o *Options) explainLeftovers(rep *gpucheck.Report, selected []gpucheck.Fin
 	for _, s := range selected {
 		chosen[s.ID] = true
 	}
+	if len(o.IDs) > 0 {
+		return
+	}
+	const most = 20
 	var lines []string
+	n := 0
 	for _, f := range rep.Findings {
-		if f.Orphan && !chosen[f.ID] && (len(o.IDs) == 0) {
-			lines = append(lines, fmt.Sprintf("  %s %s: %s", f.ID, quote(f.Name), notReleasableWhy(f)))
+		if f.Orphan && !chosen[f.ID] {
+			if n++; n <= most {
+				lines = append(lines, fmt.Sprintf("  %s %s: %s", f.ID, quote(f.Name), notReleasableWhy(f)))
+			}
 		}
 	}
-	if len(lines) > 0 {
-		fmt.Fprintf(o.IO.ErrOut, "Not released (%d):\n%s\n", len(lines), strings.Join(lines, "\n"))
+	if n > most {
+		lines = append(lines, fmt.Sprintf("  ... and %d more (-o json lists them all)", n-most))
+	}
+	if n > 0 {
+		fmt.Fprintf(o.IO.ErrOut, "Not released (%d):\n%s\n", n, strings.Join(lines, "\n"))
 	}
 }
 
@@ -152,7 +165,9 @@ func (o *Options) writeResult(res gpucheck.ReleaseResult) {
 	fprintln(o, "%s", line)
 }
 
-func exitAfterRelease(rep *gpucheck.Report, results []gpucheck.ReleaseResult) error {
+// exitAfterRelease: 2 if a release failed; else 1 if an orphan is left (of those asked for
+// with --id, or of all); else 0.
+func (o *Options) exitAfterRelease(rep *gpucheck.Report, selected []gpucheck.Finding, results []gpucheck.ReleaseResult) error {
 	released := map[string]bool{}
 	var failed []string
 	for _, r := range results {
@@ -166,7 +181,11 @@ func exitAfterRelease(rep *gpucheck.Report, results []gpucheck.ReleaseResult) er
 	if len(failed) > 0 {
 		return cmdutil.WithCode(cmdutil.ExitFailure, fmt.Errorf("%s failed:\n  %s", plural(len(failed), "release"), strings.Join(failed, "\n  ")))
 	}
-	for _, f := range rep.Findings {
+	considered := rep.Findings
+	if len(o.IDs) > 0 {
+		considered = selected
+	}
+	for _, f := range considered {
 		if f.Orphan && !released[f.ID] {
 			return cmdutil.ErrFound
 		}
@@ -214,7 +233,8 @@ release itself says detach=false, so a reservation attached in the last instant 
 platform rather than detached. Without a management cluster, reservations whose names name an
 owner are released only with --allow-unverified. One result line per reservation.
 
-Exit codes: 0 no orphan is left; 1 orphans remain (attached, skipped, or not selected); 2 an
+Exit codes: 0 no orphan is left (of those --id names, when given); 1 orphans remain (attached,
+skipped, or not selected); 2 an
 error or a failed release (a listing that could not be read to the end releases nothing); 3 bad
 flags, or no terminal to confirm on without --yes; 4 the question was answered no.`,
 		Example: "  # see what would be released, then answer the question\n  " + o.ReleaseCommand + " --location nl-rmd-dc01-001\n\n" +
