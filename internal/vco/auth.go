@@ -41,16 +41,22 @@ func newTokenSource(c Credentials, hc *http.Client, now func() time.Time) *token
 	return ts
 }
 
+// tokenExpiry's errors are fixed texts: they never quote the token.
+var (
+	errMalformedJWT = errors.New("the JWT is malformed")
+	errJWTExp       = errors.New("the JWT has an invalid exp claim")
+)
+
 // tokenExpiry reads exp without verifying the signature: the client cannot verify it and
 // only needs to know when to refresh.
 func tokenExpiry(raw string) (time.Time, error) {
 	claims := jwt.MapClaims{}
 	if _, _, err := jwt.NewParser().ParseUnverified(raw, claims); err != nil {
-		return time.Time{}, errors.New("the JWT is malformed")
+		return time.Time{}, errMalformedJWT
 	}
 	exp, err := claims.GetExpirationTime()
 	if err != nil {
-		return time.Time{}, errors.New("the JWT has an invalid exp claim")
+		return time.Time{}, errJWTExp
 	}
 	if exp == nil {
 		return time.Time{}, nil
@@ -112,6 +118,12 @@ func (t *tokenSource) set(tok string) (string, error) {
 	return tok, nil
 }
 
+// secrets are the values an error answer must never repeat: the client secret, the
+// configured JWT and the token of the request.
+func (t *tokenSource) secrets(token string) []string {
+	return []string{t.creds.ClientSecret, t.creds.JWT, token}
+}
+
 // invalidate marks the token the API just refused, unless another call already replaced it.
 func (t *tokenSource) invalidate(tok string) {
 	t.mu.Lock()
@@ -148,7 +160,7 @@ func (t *tokenSource) fetch(ctx context.Context, method, path string, form url.V
 		return "", err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", newAPIError(op{name: "IAMToken", method: method, path: path}, resp.StatusCode, b, 0)
+		return "", newAPIError(op{name: "IAMToken", method: method, path: path}, resp.StatusCode, b, 0).scrub(t.secrets(bearer)...)
 	}
 	return parseTokenBody(b)
 }

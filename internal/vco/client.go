@@ -42,12 +42,19 @@ type Options struct {
 	Logger logr.Logger
 	// Now is the clock used for token expiry; default time.Now.
 	Now func() time.Time
+	// AllowHTTP permits http:// API and IAM URLs on any host, as Credentials.AllowHTTP does
+	// for one credential: for a simulator only. Loopback hosts never need it.
+	AllowHTTP bool
 }
 
 func (o Options) withDefaults() Options {
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{Transport: http.DefaultTransport}
 	}
+	// A copy, so the caller's client keeps its own redirect policy.
+	hc := *o.HTTPClient
+	hc.CheckRedirect = safeRedirect(o.HTTPClient.CheckRedirect)
+	o.HTTPClient = &hc
 	if o.Timeout == 0 {
 		o.Timeout = 10 * time.Minute
 	}
@@ -85,7 +92,28 @@ func New(creds Credentials, opts Options) (*Client, error) {
 	return newClient(creds, opts.withDefaults(), nil)
 }
 
+// safeRedirect refuses a redirect to another host or from https to http: the request carries
+// the bearer token (and, to the IAM, the client secret in its body).
+func safeRedirect(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		first := via[0].URL
+		switch {
+		case req.URL.Host != first.Host:
+			return fmt.Errorf("vco: refusing a redirect from host %s to host %s", first.Host, req.URL.Host)
+		case first.Scheme == "https" && req.URL.Scheme != "https":
+			return fmt.Errorf("vco: refusing a redirect from https to %s", req.URL.Scheme)
+		case len(via) >= 10:
+			return errors.New("vco: stopped after 10 redirects")
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		return nil
+	}
+}
+
 func newClient(creds Credentials, opts Options, m *metrics) (*Client, error) {
+	creds.AllowHTTP = creds.AllowHTTP || opts.AllowHTTP
 	if err := creds.Validate(); err != nil {
 		return nil, err
 	}
@@ -309,7 +337,7 @@ func (c *Client) attempt(ctx context.Context, o op, target string, body []byte) 
 		c.tokens.invalidate(token)
 	}
 	retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), c.opts.Now())
-	return resp.StatusCode, nil, retryAfter, newAPIError(o, resp.StatusCode, respBody, retryAfter)
+	return resp.StatusCode, nil, retryAfter, newAPIError(o, resp.StatusCode, respBody, retryAfter).scrub(c.tokens.secrets(token)...)
 }
 
 // backoff is exponential with full jitter, at least the server's Retry-After.

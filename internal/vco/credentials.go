@@ -3,6 +3,7 @@ package vco
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 )
@@ -15,6 +16,9 @@ const (
 	SecretKeyClientID     = "clientID"
 	SecretKeyClientSecret = "clientSecret"
 	SecretKeyIAMURL       = "iamURL"
+	// SecretKeyAllowHTTP "true" lets the client talk plain http to a non-loopback host: for a
+	// simulator in the management cluster only, never for whitesky.cloud.
+	SecretKeyAllowHTTP = "allowHTTP"
 )
 
 // Credentials are what a client is built from: the API URL, the customer, and either a JWT
@@ -33,6 +37,9 @@ type Credentials struct {
 	// IAMURL is the token service base, e.g. https://iam.example.com; it is needed for client
 	// credentials and for refreshing a JWT before it expires.
 	IAMURL string
+	// AllowHTTP permits http:// URLs on hosts other than loopback (SecretKeyAllowHTTP): the
+	// token and the client secret then cross the network unencrypted. For simulators only.
+	AllowHTTP bool
 }
 
 // CredentialsFromSecret reads the keys of a credentials Secret's data.
@@ -41,6 +48,7 @@ func CredentialsFromSecret(data map[string][]byte) (Credentials, error) {
 		URL: strings.TrimSpace(string(data[SecretKeyURL])), Customer: strings.TrimSpace(string(data[SecretKeyCustomer])),
 		JWT: strings.TrimSpace(string(data[SecretKeyJWT])), ClientID: strings.TrimSpace(string(data[SecretKeyClientID])),
 		ClientSecret: strings.TrimSpace(string(data[SecretKeyClientSecret])), IAMURL: strings.TrimSpace(string(data[SecretKeyIAMURL])),
+		AllowHTTP: strings.TrimSpace(string(data[SecretKeyAllowHTTP])) == "true",
 	}
 	return c, c.Validate()
 }
@@ -50,8 +58,13 @@ func (c Credentials) Validate() error {
 	var errs []error
 	if c.URL == "" {
 		errs = append(errs, fmt.Errorf("%q (the API URL, e.g. https://try.whitesky.cloud/api/1) is empty", SecretKeyURL))
-	} else if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("%q must be an http(s) URL such as https://try.whitesky.cloud/api/1", SecretKeyURL))
+	} else if err := c.checkURL(SecretKeyURL, c.URL, "https://try.whitesky.cloud/api/1"); err != nil {
+		errs = append(errs, err)
+	}
+	if c.IAMURL != "" {
+		if err := c.checkURL(SecretKeyIAMURL, c.IAMURL, "https://iam.example.com"); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.Customer == "" {
 		errs = append(errs, fmt.Errorf("%q (the customer id) is empty", SecretKeyCustomer))
@@ -71,13 +84,50 @@ func (c Credentials) Validate() error {
 	return nil
 }
 
-// String never shows the token or the secret, so credentials are safe in logs and errors.
+// checkURL accepts an https URL with a host, and an http one only on a loopback host or with
+// AllowHTTP: the client sends the JWT and the client secret to these URLs.
+func (c Credentials) checkURL(key, raw, example string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("%q must be an https URL such as %s", key, example)
+	}
+	if u.Scheme == "http" && !c.AllowHTTP && !loopback(u.Hostname()) {
+		return fmt.Errorf("%q is http://%s: the client sends tokens and secrets only over https (plain http is for a simulator: set %q to \"true\")",
+			key, u.Host, SecretKeyAllowHTTP)
+	}
+	return nil
+}
+
+// loopback reports a host that never leaves the machine.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// String never shows the token, the secret or a password embedded in a URL, so credentials
+// are safe in logs and errors.
 func (c Credentials) String() string {
 	mode := "jwt"
 	if c.ClientID != "" {
 		mode = "client " + c.ClientID
 	}
-	return fmt.Sprintf("vco.Credentials{URL: %s, Customer: %s, Auth: %s}", c.URL, c.Customer, mode)
+	return fmt.Sprintf("vco.Credentials{URL: %s, Customer: %s, Auth: %s}", safeURL(c.URL), c.Customer, mode)
+}
+
+// safeURL is a URL without its password, query and fragment (either may carry a token).
+func safeURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(invalid URL)"
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "redacted")
+	}
+	u.RawQuery, u.Fragment, u.RawFragment = "", "", ""
+	return u.String()
 }
 
 // GoString keeps %#v as safe as %v.

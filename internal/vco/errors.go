@@ -80,7 +80,36 @@ func sentinelFor(status int) error {
 // jwtPattern finds anything shaped like a JWT, so an API message echoing a token cannot leak it.
 var jwtPattern = regexp.MustCompile(`eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`)
 
-func redact(s string) string { return jwtPattern.ReplaceAllString(s, "[redacted-jwt]") }
+// secretField finds a client secret an IAM or API answer echoes back: client_secret=...,
+// "client_secret": "...", clientSecret: ...
+var secretField = regexp.MustCompile(`(?i)(client_?secret"?\s*[:=]\s*"?)[^"&\s,;}]+`)
+
+func redact(s string) string {
+	s = jwtPattern.ReplaceAllString(s, "[redacted-jwt]")
+	return secretField.ReplaceAllString(s, "${1}[redacted]")
+}
+
+// scrub removes known secrets (the credential's client secret and tokens) from the message and
+// the field errors, keys included, and returns e.
+func (e *APIError) scrub(secrets ...string) *APIError {
+	clean := func(s string) string {
+		for _, sec := range secrets {
+			if len(sec) >= 4 {
+				s = strings.ReplaceAll(s, sec, "[redacted]")
+			}
+		}
+		return s
+	}
+	e.Message = clean(e.Message)
+	if e.Fields != nil {
+		fields := make(map[string]string, len(e.Fields))
+		for k, v := range e.Fields {
+			fields[clean(k)] = clean(v)
+		}
+		e.Fields = fields
+	}
+	return e
+}
 
 const maxMessage = 2048
 
@@ -97,7 +126,10 @@ func newAPIError(o op, status int, body []byte, retryAfter time.Duration) *APIEr
 		if len(parsed.Errors) > 0 {
 			e.Fields = map[string]string{}
 			for k, v := range parsed.Errors {
-				e.Fields[k] = redact(v)
+				if secretField.MatchString(k + "=x") {
+					v = "[redacted]" // the answer to a client_secret argument may repeat it
+				}
+				e.Fields[redact(k)] = redact(v)
 			}
 		}
 	} else {
