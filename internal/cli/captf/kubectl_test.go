@@ -19,7 +19,7 @@ var (
 
 // pluginPath builds kubectl-captf once and writes the kubectl_complete-captf shim (as
 // `completion plugin` prints it) beside it; the directory goes first on PATH.
-func pluginPath(t *testing.T) string {
+func pluginPath(t testing.TB) string {
 	t.Helper()
 	pluginOnce.Do(func() {
 		pluginDir, pluginErr = os.MkdirTemp("", "kubectl-captf-")
