@@ -49,13 +49,14 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 	if o.Namespace != "" {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{o.Namespace: {}}
 	}
+	// Secrets are read live, never from an informer holding their data; the metadata of managed
+	// Secrets is cached (their watch brings objects back when a state changes).
+	clientOpts := client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
 	metricsAddr := o.MetricsAddr
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme.New(),
-		Cache:  cacheOpts,
-		// Secrets are read live, never from an informer holding their data; the metadata of
-		// managed Secrets is cached (their watch brings objects back when a state changes).
-		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+		Scheme:                        scheme.New(),
+		Cache:                         cacheOpts,
+		Client:                        clientOpts,
 		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
 		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:        o.HealthAddr,
