@@ -325,6 +325,12 @@ func runnerArgs(p Params) []string {
 			p.Owner.Name + "/" + string(p.Owner.UID),
 		"--job-name=" + p.Name(),
 	}
+	// The runner redacts the values the Job fills from Secrets, whatever their names.
+	for _, e := range p.Policy.Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && !RunnerOwnsEnv(e.Name) {
+			args = append(args, "--secret-env="+e.Name)
+		}
+	}
 	if p.ForceUnlock != "" {
 		args = append(args, "--force-unlock="+p.ForceUnlock)
 	}

@@ -294,3 +294,15 @@ func TestBuildOperationFlags(t *testing.T) {
 	g.Expect(refresh.Spec.Template.Spec.Volumes[3].Secret.SecretName).To(Equal(RunSecretName(refresh.Name)))
 	g.Expect(strings.Join(refresh.Spec.Template.Spec.Containers[0].Args, " ")).NotTo(ContainSubstring("--force-unlock"))
 }
+
+// TestBuildSecretEnv: every variable the Job fills from a Secret is named to the runner, which
+// redacts its value whatever the name; plain values are not.
+func TestBuildSecretEnv(t *testing.T) {
+	g := NewWithT(t)
+	p := params()[contract.OpApply]
+	p.Policy.Env = append(p.Policy.Env, corev1.EnvVar{Name: "DB_CONN", ValueFrom: &corev1.EnvVarSource{
+		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "url"}}})
+	args := Build(p).Spec.Template.Spec.Containers[0].Args
+	g.Expect(args).To(ContainElement("--secret-env=DB_CONN"))
+	g.Expect(args).NotTo(ContainElement("--secret-env=HTTPS_PROXY"))
+}

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/runresult"
@@ -213,19 +212,6 @@ document to --result-file. Exit codes: 0 success, 1 failure (the result's error.
 	f.StringVar(&o.jobName, "job-name", "", "the Job running this operation, named in progress Events")
 	f.StringArrayVar(&o.secretEnv, "secret-env", nil, "environment variable filled from a Secret; its value is redacted whatever its name (repeatable)")
 	return cmd
-}
-
-// SecretEnvArgs are the --secret-env flags for a container's environment: one per variable
-// whose value comes from a Secret (valueFrom.secretKeyRef), so the runner redacts its value
-// whatever the variable is called.
-func SecretEnvArgs(env []corev1.EnvVar) []string {
-	var args []string
-	for _, e := range env {
-		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
-			args = append(args, "--secret-env="+e.Name)
-		}
-	}
-	return args
 }
 
 // resultFileArg finds the last --result-file in raw arguments that failed to parse.
