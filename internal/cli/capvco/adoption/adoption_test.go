@@ -3,7 +3,9 @@ package adoption_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -69,6 +71,11 @@ func TestAdoption(t *testing.T) {
 		t.Fatalf("calm: exit %d\n%s", code, out)
 	}
 
+	out, code = run(t, ns, "shop")
+	if code != cmdutil.ExitFound {
+		t.Fatalf("shop: exit %d", code)
+	}
+	golden(t, "adoption-shop", out)
 	out, code = run(t, ns, "shop", "-o", "json")
 	if code != cmdutil.ExitFound {
 		t.Fatalf("shop: exit %d\n%s", code, out)
@@ -95,5 +102,21 @@ func TestAdoption(t *testing.T) {
 	out, code = run(t, ns, "calm", "--compare-kubeconfig", other.KubeconfigPath)
 	if code != cmdutil.ExitFound || !strings.Contains(out, "SharedCloudspace: cloudspace capvco_adopt_calm_primary in nl-rmd-dc01-001 is mapped by VCOCluster adopt/calm (site primary) and by VCOCluster adopt/calm in "+other.KubeconfigPath) {
 		t.Fatalf("compare: exit %d\n%s", code, out)
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		must(t, os.MkdirAll("testdata", 0o755))
+		must(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	must(t, err)
+	if got != string(want) {
+		t.Fatalf("%s differs from %s (-update to accept):\n%s", name, path, got)
 	}
 }
