@@ -113,10 +113,12 @@ stringData:
   clientID: {{.ClientID}}
   clientSecret: {{.ClientSecret}}
   iamURL: {{.IAMURL}}
+  allowHTTP: "true"
 `))
 
 // printSecret writes the Kubernetes Secret a CAPVCO cluster (or gpucheck) needs to talk to
-// this simulator. Printing the token is the point of the command; it never goes to the log.
+// this simulator. The simulator speaks plain http, which the client refuses on hosts other than
+// loopback unless the Secret says allowHTTP. Printing the token is the point of the command; it never goes to the log.
 func (s *Server) printSecret(w io.Writer, principal, name, namespace string) error {
 	tok, err := s.Token(principal, 0)
 	if err != nil {

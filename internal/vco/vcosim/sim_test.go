@@ -118,7 +118,7 @@ func TestPrintSecret(t *testing.T) {
 	if err := s.printSecret(&out, SeedClusterPrinc, "creds", "capvco-system"); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"kind: Secret", "name: creds", "url: " + s.APIURL(), "customer: acme", "jwt: ey", "clientID: capvco", "iamURL: " + s.IAMURL()} {
+	for _, want := range []string{"kind: Secret", "name: creds", "url: " + s.APIURL(), "customer: acme", "jwt: ey", "clientID: capvco", "iamURL: " + s.IAMURL(), `allowHTTP: "true"`} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("missing %q in\n%s", want, out.String())
 		}

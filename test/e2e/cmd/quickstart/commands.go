@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 	"github.com/capx-io/capx/test/e2e/artifacts"
 	"github.com/capx-io/capx/test/e2e/install"
 	"github.com/capx-io/capx/test/images"
@@ -227,7 +226,7 @@ func runUp(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	if err := m.WaitProvisioned(ctx, o.namespace, captfSample, 10*time.Minute); err != nil {
 		return fail(err)
 	}
-	if err := waitFinalizer(ctx, m, o.namespace, vcoSample); err != nil {
+	if err := m.WaitProvisioned(ctx, o.namespace, vcoSample, 5*time.Minute); err != nil {
 		return fail(err)
 	}
 	st.done()
@@ -258,23 +257,6 @@ func managerPod(ctx context.Context, m *install.Management) (client.ObjectKey, e
 	return client.ObjectKey{}, errors.New("no running capx manager pod")
 }
 
-// waitFinalizer waits for the CAPVCO plumbing to take the VCOCluster over (its finalizer): all
-// CAPVCO does until its reconcilers land.
-func waitFinalizer(ctx context.Context, m *install.Management, namespace, name string) error {
-	return m.Wait(ctx, "VCOCluster "+namespace+"/"+name+" taken over by CAPVCO", 2*time.Minute, func(ctx context.Context) (bool, string, error) {
-		vc := &capvcov1.VCOCluster{}
-		if err := m.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, vc); err != nil {
-			return false, "", err
-		}
-		for _, f := range vc.Finalizers {
-			if f == capvcov1.VCOClusterFinalizer {
-				return true, "", nil
-			}
-		}
-		return false, "no finalizer yet", nil
-	})
-}
-
 func printNext(w io.Writer, o *options, c *localcluster.Cluster, kit *install.Kit, took time.Duration) {
 	rel := func(p string) string {
 		if r, err := filepath.Rel(o.root, p); err == nil && !strings.HasPrefix(r, "..") {
@@ -286,12 +268,15 @@ func printNext(w io.Writer, o *options, c *localcluster.Cluster, kit *install.Ki
 The quickstart is up (%s). The CAPTF cluster %[2]q ran real OpenTofu Jobs on the node, with
 state in Secrets; its Machines have provider IDs but no Nodes, because the test modules create
 no real machines (they only keep terraform_data in their state). The CAPVCO cluster %[3]q
-only carries CAPVCO's finalizer and conditions: CAPVCO provisions nothing yet.
+is provisioned on the in-cluster whitesky.cloud simulator: a cloudspace, the control-plane load
+balancer, a control-plane VM, a worker VM and a GPU worker VM with its vGPU reservation. The
+simulated VMs run no API server, so the control plane stays out of the load balancer's pool.
 
 Try:
   export KUBECONFIG=%[4]s
   export CLUSTERCTL_DISABLE_VERSIONCHECK=true
-  bin/kubectl get clusters,terraformclusters,terraformmachines,terraformmachinepools,vcoclusters -n %[5]s
+  bin/kubectl get clusters,terraformclusters,terraformmachines,terraformmachinepools,vcoclusters,vcomachines -n %[5]s
+  bin/clusterctl describe cluster %[3]s -n %[5]s --show-conditions all --config %[6]s
   bin/kubectl get jobs -n %[5]s                       # one Job per OpenTofu run
   bin/clusterctl describe cluster %[2]s -n %[5]s --show-conditions all --config %[6]s
   bin/kubectl patch terraformcluster %[2]s -n %[5]s --type merge -p '{"spec":{"variables":{"failure_domains":["fd-a","fd-b","fd-c"]}}}'
