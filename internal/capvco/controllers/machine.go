@@ -169,6 +169,9 @@ func (p *machineProvider) ReconcileNormal(ctx context.Context, s *machineScope) 
 			return ctrl.Result{}, nil
 		}
 		v, err = p.createVM(ctx, s, api, where, csID, obs)
+		if obs.waitReason == capvcov1.WaitingForBootstrapDataReason && err == nil {
+			return ctrl.Result{RequeueAfter: waitPoll}, nil // Secrets are not watched
+		}
 		if obs.waitReason != "" {
 			return ctrl.Result{}, err
 		}
