@@ -1,15 +1,24 @@
-// Command kubectl-captf is the kubectl plugin for CAPTF: `kubectl captf ...`.
+// Command kubectl-captf is the kubectl plugin for CAPTF: `kubectl captf ...`. Installed on PATH as
+// kubectl-captf, kubectl runs it for `kubectl captf ...`.
 package main
 
 import (
+	"context"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/capx-io/capx/internal/cli/captf"
 	"github.com/capx-io/capx/internal/cli/cmdutil"
 )
 
 func main() {
+	// Ctrl-C ends a --wait cleanly: what was requested stays requested.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	streams := cmdutil.SystemIOStreams()
-	f := cmdutil.NewFactory(streams, captf.Name)
-	os.Exit(int(cmdutil.Execute(captf.NewRoot(f), streams, os.Args[1:])))
+	root := captf.NewRoot(cmdutil.NewFactory(streams, captf.Name))
+	root.SetContext(ctx)
+	code := cmdutil.Execute(root, streams, os.Args[1:])
+	stop()
+	os.Exit(int(code))
 }
