@@ -149,7 +149,9 @@ func (s *Scanner) listOnce(ctx context.Context, location string) ([]vco.VGPU, er
 	seen := map[string]bool{}
 	var all []vco.VGPU
 	count := -1
-	for start := 0; count < 0 || start < count; start += limit {
+	// The offset advances by what a page held, not by the limit asked for, so a server that
+	// caps its pages below the limit is read whole rather than skipped through.
+	for start := 0; count < 0 || start < count; {
 		p, err := s.Platform.ListVGPUs(ctx, location, vco.ListVGPUsOptions{Limit: limit, StartAfter: start, IncludeDeleted: true})
 		if err != nil {
 			return all, &IncompleteError{Location: location, Read: len(all), Count: count, Err: err}
@@ -170,6 +172,7 @@ func (s *Scanner) listOnce(ctx context.Context, location string) ([]vco.VGPU, er
 				all = append(all, v)
 			}
 		}
+		start += len(p.Items)
 		if s.Progress != nil {
 			s.Progress(location, len(all), count)
 		}

@@ -117,7 +117,7 @@ func (r *Releaser) reread(ctx context.Context, location, id string) (Reservation
 	if limit <= 0 {
 		limit = DefaultPageSize
 	}
-	for start := 0; ; start += limit {
+	for start := 0; ; {
 		p, err := r.Platform.ListVGPUs(ctx, location, vco.ListVGPUsOptions{Limit: limit, StartAfter: start, IncludeDeleted: true})
 		if err != nil {
 			return Reservation{}, false, err
@@ -127,7 +127,8 @@ func (r *Releaser) reread(ctx context.Context, location, id string) (Reservation
 				return fromAPI(v, location), true, nil
 			}
 		}
-		if len(p.Items) == 0 || start+limit >= p.Count {
+		start += len(p.Items)
+		if len(p.Items) == 0 || start >= p.Count {
 			return Reservation{}, false, nil
 		}
 	}

@@ -224,3 +224,30 @@ func TestScanLocationsFail(t *testing.T) {
 		t.Fatalf("err %v, locations %+v", err, rep.Locations)
 	}
 }
+
+// capped answers at most 40 reservations a page whatever the limit asked, as a server with
+// its own maximum page size would.
+type capped struct{ gpucheck.Platform }
+
+func (p capped) ListVGPUs(ctx context.Context, location string, opts vco.ListVGPUsOptions) (vco.VGPUPage, error) {
+	opts.Limit = min(opts.Limit, 40)
+	return p.Platform.ListVGPUs(ctx, location, opts)
+}
+
+// TestScanServerCapsPages: pages shorter than the limit asked for are read through, not
+// skipped over.
+func TestScanServerCapsPages(t *testing.T) {
+	f := gpuchecktest.Seed(t, true)
+	rep, err := (&gpucheck.Scanner{Platform: capped{f.Client}, PageSize: 500}).Scan(context.Background(), []string{gpuchecktest.Loc2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := gpuchecktest.BulkOrphans + gpuchecktest.BulkForeign; rep.Summary.Reservations != want || !rep.Complete {
+		t.Fatalf("read %d of %d, complete %v", rep.Summary.Reservations, want, rep.Complete)
+	}
+	last := byID(rep)[f.BulkOrphanIDs[len(f.BulkOrphanIDs)-1]] // on the 28th page of 40
+	res := (&gpucheck.Releaser{Platform: capped{f.Client}}).Release(context.Background(), []gpucheck.Finding{last})
+	if res[0].Outcome != gpucheck.Released || f.Billed(last.ID) {
+		t.Fatalf("the re-read did not find a reservation on a later page: %+v", res[0])
+	}
+}
