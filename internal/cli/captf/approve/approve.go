@@ -252,7 +252,11 @@ func waitApplied(ctx context.Context, c client.Reader, opts *Options, tp *captfv
 	})
 	if err != nil {
 		if ctx.Err() != nil {
-			return phase, fmt.Errorf("TerraformPlan %s is still %s after %s; keep watching with: %s status -n %s", tp.Name, phase, opts.Timeout, opts.Name, tp.Namespace)
+			waited := "after " + opts.Timeout.String()
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				waited = "when waiting stopped"
+			}
+			return phase, fmt.Errorf("TerraformPlan %s is still %s %s (the apply goes on); keep watching with: %s status -n %s", tp.Name, phase, waited, opts.Name, tp.Namespace)
 		}
 		return phase, err
 	}

@@ -310,7 +310,11 @@ func waitRestored(ctx context.Context, c client.Reader, opts *Options, o *object
 		return false, nil
 	})
 	if err != nil && ctx.Err() != nil {
-		return "", "", fmt.Errorf("the restore has not finished after %s; keep watching with: %s status -n %s", opts.Timeout, opts.Name, o.Namespace())
+		waited := "after " + opts.Timeout.String()
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			waited = "when waiting stopped"
+		}
+		return "", "", fmt.Errorf("the restore has not finished %s (it goes on); keep watching with: %s status -n %s", waited, opts.Name, o.Namespace())
 	}
 	return outcome, message, err
 }
