@@ -48,15 +48,15 @@ const (
 // two overlapping secrets are both removed.
 type redactor struct {
 	mu   sync.RWMutex
-	raw  needles
-	norm needles
+	raw  *needles
+	norm *needles
 	seen map[string]bool
 }
 
 // needles are the byte strings one view is searched for, by first byte, longest first.
-type needles map[byte][][]byte
+type needles [256][][]byte
 
-func (n needles) add(s []byte) {
+func (n *needles) add(s []byte) {
 	list := append(n[s[0]], s)
 	sort.SliceStable(list, func(i, j int) bool { return len(list[i]) > len(list[j]) })
 	n[s[0]] = list
@@ -64,7 +64,7 @@ func (n needles) add(s []byte) {
 
 // newRedactor returns a redactor without secrets.
 func newRedactor() *redactor {
-	return &redactor{raw: needles{}, norm: needles{}, seen: map[string]bool{}}
+	return &redactor{raw: &needles{}, norm: &needles{}, seen: map[string]bool{}}
 }
 
 // Add registers a secret value. Surrounding whitespace (the newline ending a credential file)
@@ -454,7 +454,7 @@ type span struct{ lo, hi int }
 // returns the first original offset from which v could be the start of a needle continuing in
 // the next write; bytes from end on may still change meaning (an escape cut in two), so only
 // what comes before end is compared for that.
-func (v view) match(set needles, final bool, end int) (spans []span, hold int) {
+func (v view) match(set *needles, final bool, end int) (spans []span, hold int) {
 	hold = end
 	k := len(v.b)
 	for k > 0 && v.hi[k-1] > end {

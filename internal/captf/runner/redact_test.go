@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -227,4 +228,34 @@ func TestLogfRedacts(t *testing.T) {
 	r := &run{log: &buf, red: testRedactor("s3cret-token-77")}
 	r.logf("could not post progress events: %v", "denied for s3cret-token-77")
 	NewWithT(t).Expect(buf.String()).To(Equal("captf-runner: could not post progress events: denied for [redacted]\n"))
+}
+
+// BenchmarkRedactWriter streams typical runtime output (no secret in it) through a redactor
+// that knows a bootstrap script, credentials and sensitive values, in pipe-sized and in tiny
+// writes: redaction must keep up with any runtime.
+func BenchmarkRedactWriter(b *testing.B) {
+	cloudInit := "#cloud-config\nwrite_files:\n- path: /run/kubeadm/kubeadm-join-config.yaml\n  content: |\n" +
+		"    token: abcdef.0123456789abcdef\n    caCertHashes: [sha256:" + strings.Repeat("9f", 32) + "]\n"
+	r := testRedactor(base64.StdEncoding.EncodeToString([]byte(cloudInit)), "cred-from-the-mirror-5b1e",
+		"heuristic-api-token-0c77", "postgres://app:pw-8d2e41@db/app")
+	for i := range 20 {
+		r.Add(fmt.Sprintf("sensitive-value-%02d-%x", i, i*7919))
+	}
+	var line strings.Builder
+	for i := range 4000 {
+		fmt.Fprintf(&line, "module.role.terraform_data.node[%d]: Still creating... [%ds elapsed] id=%08x\n", i, i%60, i*2654435761)
+	}
+	text := []byte(line.String())
+	for _, size := range []int{4 << 10, 64} {
+		b.Run(fmt.Sprintf("writes of %d bytes", size), func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				w := r.writer(io.Discard)
+				for i := 0; i < len(text); i += size {
+					_, _ = w.Write(text[i:min(i+size, len(text))])
+				}
+				_ = w.Flush()
+			}
+		})
+	}
 }
