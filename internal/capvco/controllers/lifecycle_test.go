@@ -17,6 +17,7 @@ import (
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 	"github.com/capx-io/capx/internal/capvco/gpuname"
+	"github.com/capx-io/capx/internal/testenv"
 	"github.com/capx-io/capx/internal/vco"
 	"github.com/capx-io/capx/internal/vco/vcosim"
 )
@@ -237,4 +238,25 @@ func TestVMLostOutOfBandIsReported(t *testing.T) {
 	g.Expect(slices.ContainsFunc(events.Items, func(e corev1.Event) bool {
 		return e.Reason == capvcov1.VMNotFoundEvent && strings.Contains(e.Message, "not recreated")
 	})).To(BeTrue())
+}
+
+// TestBootstrapSecretArrivesLater: a Machine naming a bootstrap Secret that does not exist yet
+// waits (VMReady=Unknown WaitingForBootstrapData) and creates its VM once the Secret appears,
+// with no event to wake it (Secrets are not watched).
+func TestBootstrapSecretArrivesLater(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOptions{})
+	_, vc := h.cluster("late", nil)
+	waitFor(h, vc, time.Minute, "provisioned", provisionedCluster)
+	m := testenv.Machine(h.ns, "md-0", "late", "VCOMachine", "md-0", "md-0-bootstrap")
+	m.Spec.Version = "v1.36.3"
+	h.create(m)
+	vm := testenv.VCOMachine(h.ns, "md-0", "late", h.imageID(vcosim.SeedLocation))
+	h.create(vm)
+	waitFor(h, vm, time.Minute, "WaitingForBootstrapData", func(m *capvcov1.VCOMachine) bool {
+		c := conditions.Get(m, capvcov1.VMReadyCondition)
+		return c != nil && c.Reason == capvcov1.WaitingForBootstrapDataReason
+	})
+	h.create(testenv.BootstrapSecret(h.ns, "md-0-bootstrap", "late", "#cloud-config\n"))
+	waitFor(h, vm, 30*time.Second, "provisioned", provisionedMachine)
 }
