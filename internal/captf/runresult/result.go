@@ -53,11 +53,16 @@ const (
 	KindBlocked = "blocked"
 	// KindPlanChanged: an approved apply planned something other than the approved plan.
 	KindPlanChanged = "plan-changed"
+	// KindStateNotPersisted: a step that writes state failed to save it to the backend and the
+	// runner's push of errored.tfstate failed too: what the step created or changed is recorded
+	// only in that errored state (ErroredState says where a copy is kept). Never retry: a
+	// second run would create those resources again.
+	KindStateNotPersisted = "state-not-persisted"
 )
 
 var errorKinds = map[string]bool{
 	KindUsage: true, KindImageLayout: true, KindStep: true, KindInterrupted: true, KindBlocked: true,
-	KindPlanChanged: true,
+	KindPlanChanged: true, KindStateNotPersisted: true,
 }
 
 var ops = map[string]bool{
@@ -88,9 +93,39 @@ type Result struct {
 	PlanHash string `json:"planHash,omitempty"`
 	// Destructive reports that Plan deletes or replaces something.
 	Destructive bool `json:"destructive,omitempty"`
+	// ErroredState is set when the runtime left errored.tfstate (it could not save the state to
+	// the backend): its size and what became of the runner's push.
+	ErroredState *ErroredState `json:"erroredState,omitempty"`
 	// Error is set when the operation did not succeed.
 	Error *Error `json:"error,omitempty"`
 }
+
+// ErroredState is a state the runtime could not save to the backend and left in
+// errored.tfstate, and what the runner did with it.
+type ErroredState struct {
+	// Bytes is the size of errored.tfstate (state JSON).
+	Bytes int64 `json:"bytes"`
+	// CompressedBytes is its size gzip-compressed, as the kubernetes backend stores it in a
+	// Secret's data (one Secret holds at most 1 MiB).
+	CompressedBytes int64 `json:"compressedBytes"`
+	// PushExitCode is the exit code of the runner's push-errored-state step: 0 when the state
+	// was saved after all, -1 when the push could not run.
+	PushExitCode int `json:"pushExitCode"`
+	// PushError is the first error the push reported, redacted and bounded; empty when it
+	// succeeded.
+	PushError string `json:"pushError,omitempty"`
+	// Kept names the first Secret of the copy the runner kept (captf-errored-state-...), empty
+	// when none was kept; KeepError says why not.
+	Kept      string `json:"kept,omitempty"`
+	KeepError string `json:"keepError,omitempty"`
+}
+
+// SecretDataLimit is the most data one Kubernetes Secret holds (the API server refuses more).
+const SecretDataLimit = 1 << 20
+
+// TooLarge reports that the errored state cannot fit the one Secret OpenTofu's kubernetes
+// backend writes.
+func (e *ErroredState) TooLarge() bool { return e != nil && e.CompressedBytes > SecretDataLimit }
 
 // Step is one runtime command.
 type Step struct {
@@ -207,6 +242,13 @@ func bounded(r Result) Result {
 	if r.Changes != nil {
 		c := *r.Changes
 		r.Changes = &c
+	}
+	if r.ErroredState != nil {
+		e := *r.ErroredState
+		e.PushError = Head(e.PushError, MaxTextBytes)
+		e.Kept = Head(e.Kept, MaxTextBytes)
+		e.KeepError = Head(e.KeepError, MaxTextBytes)
+		r.ErroredState = &e
 	}
 	r.PlanHash = Head(r.PlanHash, MaxTextBytes)
 	if r.Error != nil {
@@ -362,6 +404,12 @@ func (r Result) validate() error {
 			return err
 		}
 	}
+	if es := r.ErroredState; es != nil {
+		if es.Bytes < 0 || es.CompressedBytes < 0 || es.PushExitCode < -1 ||
+			len(es.PushError) > MaxTextBytes || len(es.Kept) > MaxTextBytes || len(es.KeepError) > MaxTextBytes {
+			return errors.New("invalid errored state")
+		}
+	}
 	if r.PlanHash != "" && !strings.HasPrefix(r.PlanHash, "p2:") {
 		return errors.New("plan hash is not a p2: fingerprint")
 	}
@@ -413,6 +461,11 @@ func (r Result) Redact(redact func(string) string) Result {
 		e := *r.Error
 		e.Summary = redact(e.Summary)
 		r.Error = &e
+	}
+	if r.ErroredState != nil {
+		e := *r.ErroredState
+		e.PushError, e.KeepError = redact(e.PushError), redact(e.KeepError)
+		r.ErroredState = &e
 	}
 	return r
 }
