@@ -47,6 +47,8 @@ type Reservation struct {
 	VM *VM `json:"vm,omitempty"`
 	// DeletedAt is set for a reservation in the recycle bin.
 	DeletedAt *time.Time `json:"deletedAt,omitempty"`
+	// offset is where the listing found it: where a re-read starts looking.
+	offset int
 }
 
 // VM is the VM a reservation is attached to.

@@ -114,8 +114,10 @@ func (s *Scanner) Scan(ctx context.Context, locations []string) (*Report, error)
 			errs = append(errs, r.err)
 		}
 		rep.Locations = append(rep.Locations, st)
-		for _, v := range r.items {
-			f := Classify(fromAPI(v, loc), s.Owners, now())
+		for i, v := range r.items {
+			res := fromAPI(v, loc)
+			res.offset = i
+			f := Classify(res, s.Owners, now())
 			f.Account = s.Account
 			rep.Findings = append(rep.Findings, f)
 		}

@@ -37,6 +37,10 @@ type Releaser struct {
 	PageSize int
 	// Progress, when set, is called with each result as it happens.
 	Progress func(ReleaseResult)
+
+	// released are the listing offsets released so far, per location: a release shifts every
+	// later reservation one place to the front, which is where the next re-read looks first.
+	released map[string][]int
 }
 
 // Selectable says whether f may be handed to Release: a releasable orphan, and one whose
@@ -53,8 +57,14 @@ func Selectable(f Finding, allowUnverified bool) bool {
 // a reservation attached in the last instant is refused by the platform instead of detached.
 func (r *Releaser) Release(ctx context.Context, findings []Finding) []ReleaseResult {
 	out := make([]ReleaseResult, 0, len(findings))
+	if r.released == nil {
+		r.released = map[string][]int{}
+	}
 	for _, f := range findings {
 		res := r.releaseOne(ctx, f)
+		if res.Outcome == Released {
+			r.released[f.Location] = append(r.released[f.Location], f.offset)
+		}
 		if r.Progress != nil {
 			r.Progress(res)
 		}
@@ -88,7 +98,7 @@ func (r *Releaser) releaseOne(ctx context.Context, f Finding) ReleaseResult {
 			return skip("VCOMachine %s/%s exists again and owns it", m.Namespace, m.Name)
 		}
 	}
-	now, found, err := r.reread(ctx, f.Location, f.ID)
+	now, found, err := r.reread(ctx, f)
 	switch {
 	case err != nil:
 		return fail(fmt.Errorf("re-reading the reservation: %w", err))
@@ -109,10 +119,30 @@ func (r *Releaser) releaseOne(ctx context.Context, f Finding) ReleaseResult {
 	}
 }
 
-// reread finds one reservation by id, paging only as far as needed. Offset paging can shift
-// under concurrent releases; missing it then reads as "gone", which skips the release: the
-// safe way to be wrong.
-func (r *Releaser) reread(ctx context.Context, location, id string) (Reservation, bool, error) {
+// reread finds one reservation by id. It looks first in one small page around where the
+// listing found it (less the releases before it), then pages through the whole location:
+// "gone" is concluded only from a full pass. Offset paging can still shift under somebody
+// else's releases; missing it then reads as "gone", which skips the release: the safe way to
+// be wrong.
+func (r *Releaser) reread(ctx context.Context, f Finding) (Reservation, bool, error) {
+	location, id := f.Location, f.ID
+	const window = 64
+	shift := 0
+	for _, off := range r.released[location] {
+		if off < f.offset {
+			shift++
+		}
+	}
+	near := vco.ListVGPUsOptions{Limit: window, StartAfter: max(0, f.offset-shift-window/2), IncludeDeleted: true}
+	p, err := r.Platform.ListVGPUs(ctx, location, near)
+	if err != nil {
+		return Reservation{}, false, err
+	}
+	for _, v := range p.Items {
+		if v.ID == id {
+			return fromAPI(v, location), true, nil
+		}
+	}
 	limit := r.PageSize
 	if limit <= 0 {
 		limit = DefaultPageSize
