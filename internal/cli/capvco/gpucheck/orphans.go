@@ -35,8 +35,8 @@ not be read to the end: the tool never reports "no orphans" for a list it did no
 const classes = `Classes: owned (a live VCOMachine owns it), orphaned (its machine or cluster is gone),
 renamed (starts with capvco but is not capvco_<ns>_<cluster>_<machine>_gpu_<n>), attached-foreign
 (attached to a VM that is not its machine's), recycle-bin (deleted without permanently=true, still
-billed), unverified (no management cluster was asked), foreign (not CAPVCO's). Every class but owned
-and foreign is an orphan; unverified counts only when unattached.`
+billed), unverified (no management cluster was asked), foreign (not CAPVCO's). The orphans are every
+unattached reservation that is neither owned nor foreign, and every attached-foreign one.`
 
 // NewCmdOrphans is `kubectl capvco gpucheck orphans`.
 func NewCmdOrphans(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
