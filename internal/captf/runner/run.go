@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -150,7 +149,7 @@ func (r *run) runOp(ctx context.Context, environ []string) *failure {
 	}
 	f := r.opSteps(ctx)
 	if f != nil && (f.kind == runresult.KindStep || f.kind == runresult.KindInterrupted) {
-		r.pushErroredState(ctx)
+		f = r.saveErroredState(ctx, f)
 	}
 	return f
 }
@@ -240,33 +239,4 @@ func (r *run) init(ctx context.Context) *failure {
 		return nil
 	}
 	return r.stepFailure(ctx, "force-unlock", err)
-}
-
-// pushErroredState saves the state the runtime wrote to errored.tfstate because it could not
-// save it to the backend. It runs even after a stop request, on a context of its own bounded
-// by what is left of --stop-timeout, because losing the state loses track of real resources.
-func (r *run) pushErroredState(ctx context.Context) {
-	path := filepath.Join(r.root, erroredState)
-	if _, err := os.Stat(path); err != nil {
-		return
-	}
-	budget := r.o.stopTimeout
-	r.stopMu.Lock()
-	if !r.stoppedAt.IsZero() {
-		budget -= time.Since(r.stoppedAt)
-	}
-	r.stopMu.Unlock()
-	if budget <= 0 {
-		r.logf("no time left to push %s; it is lost with the pod", erroredState)
-		return
-	}
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
-	defer cancel()
-	r.logf("pushing %s left by the failed step", erroredState)
-	err := r.step(pctx, "push-errored-state", false, func(ctx context.Context) error {
-		return r.tf.StatePush(ctx, path, tfexec.Lock(true), tfexec.LockTimeout(r.o.lockTimeout.String()))
-	})
-	if err != nil {
-		r.logf("could not push %s (exit code %d); the runtime's output above says why", erroredState, exitCode(err))
-	}
 }

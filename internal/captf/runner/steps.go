@@ -115,12 +115,17 @@ func (r *run) stepFailure(ctx context.Context, name string, err error) *failure 
 // (state push).
 var ansiEscape = regexp.MustCompile("\x1b\\[[0-9;]*m")
 
-// errorBlock cuts a step's error output to the result's bound: from the last "Error: " line
-// (the runtime's final diagnostic, whose first lines say what went wrong), else the tail.
+// errorBlock cuts a step's error output to the result's bound: the first "Error: " block (the
+// cause; later blocks are consequences, such as OpenTofu's advice after a failed state save), up
+// to the next one, else the tail.
 func errorBlock(s string) string {
 	s = strings.TrimSpace(ansiEscape.ReplaceAllString(s, ""))
-	if i := strings.LastIndex(s, "Error: "); i >= 0 {
-		return runresult.Head(s[i:], runresult.MaxSummaryBytes)
+	if i := strings.Index(s, "Error: "); i >= 0 {
+		block := s[i:]
+		if j := strings.Index(block[len("Error: "):], "\nError: "); j >= 0 {
+			block = strings.TrimSpace(block[:len("Error: ")+j])
+		}
+		return runresult.Head(block, runresult.MaxSummaryBytes)
 	}
 	return runresult.Tail(s, runresult.MaxSummaryBytes)
 }
@@ -138,10 +143,13 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-// tailBuffer keeps the last bytes of a step's (already redacted) stderr for the result.
+// tailBuffer keeps the first and the last bytes of a step's (already redacted) stderr for the
+// result: the first error block is the cause, the tail what a step without one said last.
 type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
+	mu   sync.Mutex
+	head []byte
+	buf  []byte
+	cut  bool // bytes between head and buf were dropped
 }
 
 const tailKeep = 4 << 10
@@ -149,23 +157,31 @@ const tailKeep = 4 << 10
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if n := min(tailKeep-len(t.head), len(p)); n > 0 {
+		t.head = append(t.head, p[:n]...)
+	}
 	t.buf = append(t.buf, p...)
 	if len(t.buf) > tailKeep {
 		t.buf = append([]byte(nil), t.buf[len(t.buf)-tailKeep:]...)
+		t.cut = true
 	}
 	return len(p), nil
 }
 
 func (t *tailBuffer) reset() {
 	t.mu.Lock()
-	t.buf = nil
+	t.head, t.buf, t.cut = nil, nil, false
 	t.mu.Unlock()
 }
 
+// String is the step's stderr when it was short, else its first bytes and its tail.
 func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return string(t.buf)
+	if !t.cut {
+		return string(t.buf)
+	}
+	return string(t.head) + "\n...\n" + string(t.buf)
 }
 
 // The final summary lines of apply and destroy, e.g. "Apply complete! Resources: 1 imported,

@@ -1,0 +1,58 @@
+package runner_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/capx-io/capx/internal/captf/runresult"
+)
+
+// bigStateModule is module code whose state outgrows a Secret: count resources whose input
+// (stored twice in the state, as input and output) is hex that compresses about 2:1.
+func bigStateModule(count, hashes int) string {
+	return fmt.Sprintf(`
+resource "terraform_data" "bulk" {
+  count = %d
+  input = join("", [for i in range(%d) : sha512("${count.index}-${i}")])
+}
+`, count, hashes)
+}
+
+// TestStateTooLargeIsNotPersisted: a real OpenTofu apply whose state outgrows the one Secret the
+// kubernetes backend writes. The runner's push of errored.tfstate fails the same way; the result
+// says the state was not persisted (never a plain step failure the controller would retry), how
+// large it is, that the push failed, and quotes the first error (the cause), not OpenTofu's
+// closing advice to push a file that is gone with the pod.
+func TestStateTooLargeIsNotPersisted(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	f := newFixture(t, "cluster")
+	// 24 x 64 KiB of hex input, twice in the state (3 MiB): about 1.6 MiB compressed.
+	must(t, os.WriteFile(filepath.Join(f.dir, "module", "bulk.tf"), []byte(bigStateModule(24, 512)), 0o644))
+	o := f.run(context.Background(), "apply")
+	t.Logf("result: %s", o.raw)
+	g.Expect(o.code).To(Equal(1), o.log)
+	e := o.res.Error
+	g.Expect(e).NotTo(BeNil())
+	g.Expect(e.Kind).To(Equal(runresult.KindStateNotPersisted), o.raw)
+	g.Expect(e.Step).To(Equal("apply"))
+	g.Expect(e.Summary).To(ContainSubstring("a state Secret holds at most 1.00 MiB"))
+	g.Expect(e.Summary).To(ContainSubstring("do not re-run"))
+	g.Expect(e.Summary).To(ContainSubstring("Error: Failed to save state"), "the first error block is the cause")
+	g.Expect(e.Summary).NotTo(ContainSubstring("state push errored.tfstate"), "OpenTofu's advice names a file gone with the pod")
+
+	es := o.res.ErroredState
+	g.Expect(es).NotTo(BeNil(), o.raw)
+	g.Expect(es.TooLarge()).To(BeTrue(), o.raw)
+	g.Expect(es.Bytes).To(BeNumerically(">", es.CompressedBytes))
+	g.Expect(es.PushExitCode).To(Equal(1), "the push of the errored state fails the same way")
+	g.Expect(es.PushError).To(HavePrefix("Error: "))
+	last := o.res.Steps[len(o.res.Steps)-1]
+	g.Expect(last.Name).To(Equal("push-errored-state"))
+	g.Expect(f.state(context.Background())["resources"]).To(BeEmpty(), "nothing of the applied state reached the backend")
+}
