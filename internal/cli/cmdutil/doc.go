@@ -3,20 +3,18 @@
 // purpose; a command package uses it like this:
 //
 //	type Options struct {
-//		IO     *cmdutil.IOStreams
-//		Client func() (client.Client, error) // lazy: never called by --help or completion
-//		Namespace func() (string, error)
+//		cmdutil.Deps // IO, Name and lazy Client, Kubernetes, Namespace: never called by --help or completion
 //		Output cmdutil.Format
 //	}
 //
 //	func NewCmd(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-//		opts := &Options{IO: f.IO, Client: f.Client, Namespace: f.Namespace}
+//		opts := &Options{Deps: f.Deps()}
 //		cmd := &cobra.Command{
 //			Use: "list", Args: cmdutil.NoArgs,
 //			ValidArgsFunction: cmdutil.CompleteNames(f, 1, &v1.ThingList{}),
 //			RunE: func(cmd *cobra.Command, args []string) error {
 //				if runF != nil { return runF(opts) }
-//				return run(cmd.Context(), opts)
+//				return run(cmd.Context(), opts) // c, ns, err := opts.Connect()
 //			},
 //		}
 //		cmdutil.AddOutputFlag(cmd, &opts.Output)

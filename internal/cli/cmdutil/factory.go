@@ -120,3 +120,33 @@ func NewTestFactory(streams *IOStreams, name string, cfg *rest.Config, c client.
 		Namespace: func() (string, error) { return ns, nil },
 	}
 }
+
+// Deps are what a command's Options take from the factory: the streams, the binary's name as
+// typed (for messages that name commands) and the lazy client and namespace functions. Embed
+// it in Options; tests set the functions directly.
+type Deps struct {
+	IO         *IOStreams
+	Name       string
+	Client     func() (client.WithWatch, error)
+	Kubernetes func() (kubernetes.Interface, error)
+	Namespace  func() (string, error)
+}
+
+// Deps returns the factory's dependencies for a command.
+func (f *Factory) Deps() Deps {
+	return Deps{IO: f.IO, Name: f.Name, Client: f.Client, Kubernetes: f.Kubernetes, Namespace: f.Namespace}
+}
+
+// Connect builds the client and reads the namespace: the first thing a command that talks to
+// the cluster does, and the moment the kubeconfig is first read.
+func (d Deps) Connect() (client.WithWatch, string, error) {
+	c, err := d.Client()
+	if err != nil {
+		return nil, "", err
+	}
+	ns, err := d.Namespace()
+	if err != nil {
+		return nil, "", err
+	}
+	return c, ns, nil
+}

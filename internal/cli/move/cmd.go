@@ -27,11 +27,8 @@ type Extension struct {
 
 // PreflightOptions are `move preflight`'s inputs.
 type PreflightOptions struct {
-	IO        *cmdutil.IOStreams
-	Styles    *cmdutil.Styles
-	Name      string
-	Client    func() (client.WithWatch, error)
-	Namespace func() (string, error)
+	cmdutil.Deps
+	Styles *cmdutil.Styles
 	// TargetClient builds the target cluster's client from --to-kubeconfig/--to-context.
 	TargetClient func(path, context string) (client.Client, error)
 
@@ -67,7 +64,7 @@ cluster. Run "preflight" first: it names every precondition move would fail on, 
 
 // NewCmdPreflight returns `move preflight CLUSTER --to-kubeconfig FILE`.
 func NewCmdPreflight(f *cmdutil.Factory, p Provider, ext Extension, runF func(*PreflightOptions) error) *cobra.Command {
-	opts := &PreflightOptions{IO: f.IO, Name: f.Name, Client: f.Client, Namespace: f.Namespace, TargetClient: TargetClient, Provider: p, Extension: ext}
+	opts := &PreflightOptions{Deps: f.Deps(), TargetClient: TargetClient, Provider: p, Extension: ext}
 	cmd := &cobra.Command{
 		Use:   "preflight CLUSTER --to-kubeconfig FILE",
 		Short: "Check every precondition of clusterctl move, one pass/fail line each",
@@ -114,11 +111,7 @@ func TargetClient(path, context string) (client.Client, error) {
 
 // RunPreflight runs the checks and prints them.
 func RunPreflight(ctx context.Context, opts *PreflightOptions) error {
-	src, err := opts.Client()
-	if err != nil {
-		return err
-	}
-	ns, err := opts.Namespace()
+	src, ns, err := opts.Connect()
 	if err != nil {
 		return err
 	}
@@ -183,8 +176,7 @@ func printChecks(w io.Writer, st *cmdutil.Styles, r Report) error {
 
 // RegisterOptions are `move register-inventory`'s inputs.
 type RegisterOptions struct {
-	IO       *cmdutil.IOStreams
-	Client   func() (client.WithWatch, error)
+	cmdutil.Deps
 	Provider Provider
 	Version  string
 	DryRun   bool
@@ -203,7 +195,7 @@ type Registration struct {
 
 // NewCmdRegisterInventory returns `move register-inventory`.
 func NewCmdRegisterInventory(f *cmdutil.Factory, p Provider, runF func(*RegisterOptions) error) *cobra.Command {
-	opts := &RegisterOptions{IO: f.IO, Client: f.Client, Provider: p}
+	opts := &RegisterOptions{Deps: f.Deps(), Provider: p}
 	cmd := &cobra.Command{
 		Use:   "register-inventory",
 		Short: "Write the clusterctl inventory entry for a provider installed without clusterctl",

@@ -25,12 +25,8 @@ import (
 
 // Options are the command's inputs.
 type Options struct {
-	IO         *cmdutil.IOStreams
-	Styles     *cmdutil.Styles
-	Name       string
-	Client     func() (client.WithWatch, error)
-	Kubernetes func() (kubernetes.Interface, error)
-	Namespace  func() (string, error)
+	cmdutil.Deps
+	Styles *cmdutil.Styles
 
 	Arg      string
 	Hash     string
@@ -43,7 +39,7 @@ type Options struct {
 
 // NewCmd returns the command; runF replaces run in tests.
 func NewCmd(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IO, Name: f.Name, Client: f.Client, Kubernetes: f.Kubernetes, Namespace: f.Namespace, Interval: 2 * time.Second}
+	opts := &Options{Deps: f.Deps(), Interval: 2 * time.Second}
 	cmd := &cobra.Command{
 		Use:   "approve PLAN|OBJECT",
 		Short: "Approve a pending plan as yourself, and optionally wait for its apply",
@@ -107,15 +103,11 @@ func Whoami(ctx context.Context, cs kubernetes.Interface) (string, error) {
 }
 
 func run(ctx context.Context, opts *Options) error {
-	c, err := opts.Client()
+	c, ns, err := opts.Connect()
 	if err != nil {
 		return err
 	}
 	cs, err := opts.Kubernetes()
-	if err != nil {
-		return err
-	}
-	ns, err := opts.Namespace()
 	if err != nil {
 		return err
 	}

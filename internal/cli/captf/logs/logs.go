@@ -27,11 +27,7 @@ const Container = "source"
 
 // Options are the command's inputs.
 type Options struct {
-	IO         *cmdutil.IOStreams
-	Name       string
-	Client     func() (client.WithWatch, error)
-	Kubernetes func() (kubernetes.Interface, error)
-	Namespace  func() (string, error)
+	cmdutil.Deps
 
 	Arg       string
 	Previous  bool
@@ -42,7 +38,7 @@ type Options struct {
 
 // NewCmd returns the command; runF replaces run in tests.
 func NewCmd(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IO, Name: f.Name, Client: f.Client, Kubernetes: f.Kubernetes, Namespace: f.Namespace, Timeout: 2 * time.Minute}
+	opts := &Options{Deps: f.Deps(), Timeout: 2 * time.Minute}
 	cmd := &cobra.Command{
 		Use:   "logs OBJECT",
 		Short: "Print the runner log of an object's latest Job",
@@ -86,15 +82,11 @@ func Jobs(ctx context.Context, c client.Reader, o *objects.Object) ([]batchv1.Jo
 }
 
 func run(ctx context.Context, opts *Options) error {
-	c, err := opts.Client()
+	c, ns, err := opts.Connect()
 	if err != nil {
 		return err
 	}
 	cs, err := opts.Kubernetes()
-	if err != nil {
-		return err
-	}
-	ns, err := opts.Namespace()
 	if err != nil {
 		return err
 	}

@@ -243,3 +243,42 @@ func Render(r Report, st *cmdutil.Styles, w interface{ Write([]byte) (int, error
 			len(r.Findings), r.Checked, name, scope, r.Namespace)
 	}
 }
+
+// Run finds the broken owner references of the objects of cluster (or of the namespace), repairs
+// them when repair is set, and prints the report. Something found and left broken returns
+// cmdutil.ErrFound (exit 1).
+func Run(ctx context.Context, d cmdutil.Deps, st *cmdutil.Styles, cluster string, output cmdutil.Format, repair bool) error {
+	c, ns, err := d.Connect()
+	if err != nil {
+		return err
+	}
+	objs, err := Scope(ctx, c, ns, cluster)
+	if err != nil {
+		return err
+	}
+	findings, checked, err := Find(ctx, c, objs)
+	if err != nil {
+		return err
+	}
+	var rerr error
+	if repair {
+		rerr = Repair(ctx, c, findings)
+	}
+	r := Report{TypeMeta: cmdutil.Meta("OwnerReferenceReport"), Namespace: ns, Cluster: cluster, Checked: checked, DryRun: !repair, Findings: findings}
+	if r.Findings == nil {
+		r.Findings = []Finding{}
+	}
+	if err := cmdutil.Print(d.IO.Out, output, r, func() error {
+		Render(r, st, d.IO.Out, d.Name)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if rerr != nil {
+		return rerr
+	}
+	if !repair && len(findings) > 0 {
+		return cmdutil.ErrFound
+	}
+	return nil
+}

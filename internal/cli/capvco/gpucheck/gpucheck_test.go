@@ -198,7 +198,7 @@ func TestFaultsExitTwo(t *testing.T) {
 		{"503", func(f *gpuchecktest.Fixture) { f.Sim.Faults().Add(vcosim.Fault{Route: route, Status: 503}) }, nil, "503 Service Unavailable"},
 		{"timeout mid-listing", func(f *gpuchecktest.Fixture) {
 			f.Sim.Faults().Script(route, vcosim.Fault{}, vcosim.Fault{Timeout: true})
-		}, []string{"--api-timeout", "300ms"}, "stopped after 200 of 1250"},
+		}, []string{"--api-timeout", "1s"}, "stopped after 200 of 1250"},
 		{"locations", func(f *gpuchecktest.Fixture) {
 			f.Sim.Faults().Add(vcosim.Fault{Route: "GET /customers/{customer_id}/locations", Status: 500})
 		}, []string{"--location="}, "listing the customer's locations"},

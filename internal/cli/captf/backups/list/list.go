@@ -20,12 +20,9 @@ import (
 
 // Options are the command's inputs.
 type Options struct {
-	IO        *cmdutil.IOStreams
-	Styles    *cmdutil.Styles
-	Name      string
-	Client    func() (client.WithWatch, error)
-	Namespace func() (string, error)
-	Now       func() time.Time
+	cmdutil.Deps
+	Styles *cmdutil.Styles
+	Now    func() time.Time
 
 	Arg    string
 	Output cmdutil.Format
@@ -33,7 +30,7 @@ type Options struct {
 
 // NewCmd returns the command; runF replaces run in tests.
 func NewCmd(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IO, Name: f.Name, Client: f.Client, Namespace: f.Namespace, Now: time.Now}
+	opts := &Options{Deps: f.Deps(), Now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "list OBJECT",
 		Short: "List an object's state backups: serial, lineage, size, time, completeness",
@@ -119,11 +116,7 @@ func Load(ctx context.Context, c client.Reader, o *objects.Object) (List, error)
 }
 
 func run(ctx context.Context, opts *Options) error {
-	c, err := opts.Client()
-	if err != nil {
-		return err
-	}
-	ns, err := opts.Namespace()
+	c, ns, err := opts.Connect()
 	if err != nil {
 		return err
 	}

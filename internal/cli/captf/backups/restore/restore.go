@@ -25,11 +25,8 @@ import (
 
 // Options are the command's inputs.
 type Options struct {
-	IO        *cmdutil.IOStreams
-	Styles    *cmdutil.Styles
-	Name      string
-	Client    func() (client.WithWatch, error)
-	Namespace func() (string, error)
+	cmdutil.Deps
+	Styles *cmdutil.Styles
 
 	Arg      string
 	Serial   int64
@@ -43,7 +40,7 @@ type Options struct {
 
 // NewCmd returns the command; runF replaces run in tests.
 func NewCmd(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IO, Name: f.Name, Client: f.Client, Namespace: f.Namespace, Serial: -1, Interval: 2 * time.Second}
+	opts := &Options{Deps: f.Deps(), Serial: -1, Interval: 2 * time.Second}
 	cmd := &cobra.Command{
 		Use:   "restore OBJECT --serial N",
 		Short: "Restore an object's state from one of its backups",
@@ -154,11 +151,7 @@ func Checks(l list.List, o *objects.Object, lock state.Lock, lockErr error, seri
 }
 
 func run(ctx context.Context, opts *Options) error {
-	c, err := opts.Client()
-	if err != nil {
-		return err
-	}
-	ns, err := opts.Namespace()
+	c, ns, err := opts.Connect()
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capx-io/capx/internal/cli/captf/owners"
 	"github.com/capx-io/capx/internal/cli/cmdutil"
@@ -16,11 +15,8 @@ import (
 
 // Options are the command's inputs.
 type Options struct {
-	IO        *cmdutil.IOStreams
-	Styles    *cmdutil.Styles
-	Name      string
-	Client    func() (client.WithWatch, error)
-	Namespace func() (string, error)
+	cmdutil.Deps
+	Styles *cmdutil.Styles
 
 	Cluster string
 	Yes     bool
@@ -29,7 +25,7 @@ type Options struct {
 
 // NewCmd returns the command; runF replaces run in tests.
 func NewCmd(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IO, Name: f.Name, Client: f.Client, Namespace: f.Namespace}
+	opts := &Options{Deps: f.Deps()}
 	cmd := &cobra.Command{
 		Use:   "repair [CLUSTER] --yes",
 		Short: "Repair missing or stale owner references (a dry run without --yes)",
@@ -60,41 +56,5 @@ Exit codes: 0 nothing to repair or all repaired, 1 repairs needed (dry run), 2 a
 }
 
 func run(ctx context.Context, opts *Options) error {
-	c, err := opts.Client()
-	if err != nil {
-		return err
-	}
-	ns, err := opts.Namespace()
-	if err != nil {
-		return err
-	}
-	objs, err := owners.Scope(ctx, c, ns, opts.Cluster)
-	if err != nil {
-		return err
-	}
-	findings, checked, err := owners.Find(ctx, c, objs)
-	if err != nil {
-		return err
-	}
-	var rerr error
-	if opts.Yes {
-		rerr = owners.Repair(ctx, c, findings)
-	}
-	r := owners.Report{TypeMeta: cmdutil.Meta("OwnerReferenceReport"), Namespace: ns, Cluster: opts.Cluster, Checked: checked, DryRun: !opts.Yes, Findings: findings}
-	if r.Findings == nil {
-		r.Findings = []owners.Finding{}
-	}
-	if err := cmdutil.Print(opts.IO.Out, opts.Output, r, func() error {
-		owners.Render(r, opts.Styles, opts.IO.Out, opts.Name)
-		return nil
-	}); err != nil {
-		return err
-	}
-	if rerr != nil {
-		return rerr
-	}
-	if !opts.Yes && len(findings) > 0 {
-		return cmdutil.ErrFound
-	}
-	return nil
+	return owners.Run(ctx, opts.Deps, opts.Styles, opts.Cluster, opts.Output, opts.Yes)
 }

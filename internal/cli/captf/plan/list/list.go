@@ -18,12 +18,9 @@ import (
 
 // Options are the command's inputs.
 type Options struct {
-	IO        *cmdutil.IOStreams
-	Styles    *cmdutil.Styles
-	Name      string
-	Client    func() (client.WithWatch, error)
-	Namespace func() (string, error)
-	Now       func() time.Time
+	cmdutil.Deps
+	Styles *cmdutil.Styles
+	Now    func() time.Time
 
 	AllNamespaces bool
 	All           bool
@@ -33,7 +30,7 @@ type Options struct {
 
 // NewCmd returns the command; runF replaces run in tests.
 func NewCmd(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IO, Name: f.Name, Client: f.Client, Namespace: f.Namespace, Now: time.Now}
+	opts := &Options{Deps: f.Deps(), Now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the plans waiting for approval (and, with --all, the recent ones)",

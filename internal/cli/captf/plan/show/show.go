@@ -24,11 +24,8 @@ import (
 
 // Options are the command's inputs.
 type Options struct {
-	IO        *cmdutil.IOStreams
-	Styles    *cmdutil.Styles
-	Name      string
-	Client    func() (client.WithWatch, error)
-	Namespace func() (string, error)
+	cmdutil.Deps
+	Styles *cmdutil.Styles
 
 	Arg    string
 	Output cmdutil.Format
@@ -38,7 +35,7 @@ type Options struct {
 
 // NewCmd returns the command; runF replaces run in tests.
 func NewCmd(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IO, Name: f.Name, Client: f.Client, Namespace: f.Namespace}
+	opts := &Options{Deps: f.Deps()}
 	cmd := &cobra.Command{
 		Use:   "show PLAN|OBJECT",
 		Short: "Show one plan's changes: deletes and replaces first, attribute by attribute",
@@ -106,11 +103,7 @@ func (p *Plan) HasChanges() bool {
 }
 
 func run(ctx context.Context, opts *Options) error {
-	c, err := opts.Client()
-	if err != nil {
-		return err
-	}
-	ns, err := opts.Namespace()
+	c, ns, err := opts.Connect()
 	if err != nil {
 		return err
 	}
