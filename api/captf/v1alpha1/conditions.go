@@ -60,6 +60,15 @@ const (
 	// DurableInputsMissingReason: a machine's destroy needs the inputs it was applied with and
 	// their Secret is gone; only deletionPolicy Retain lets the deletion finish.
 	DurableInputsMissingReason = "DurableInputsMissing"
+	// StateTooLargeReason: an apply or destroy changed infrastructure but could not save the state,
+	// which outgrew the 1 MiB one state Secret holds; the runner's push of the errored state failed
+	// too. Nothing runs (a retry would create the same resources again) until an operator
+	// recovers the state and sets captf.io/state-recovered to the Job's name.
+	StateTooLargeReason = "StateTooLarge"
+	// StateNotPersistedReason: an apply or destroy could not save its state (the backend refused
+	// it) and the runner's push of the errored state failed too; nothing runs until an operator
+	// recovers the state and sets captf.io/state-recovered to the Job's name.
+	StateNotPersistedReason = "StateNotPersisted"
 	// ApplyRunningReason: an apply Job is running.
 	ApplyRunningReason = "ApplyRunning"
 	// WaitingForRunLeaseReason: another Job of this object holds its run lease.
@@ -91,6 +100,15 @@ const (
 	StateLockedReason = "StateLocked"
 	// RetainedStateFoundReason: state retained from an earlier object of the same name exists.
 	RetainedStateFoundReason = "RetainedStateFound"
+
+	// StateNearSecretLimitCondition is True while the state's compressed size passes 75% of the
+	// 1 MiB one state Secret holds (negative polarity): the apply that grows it past 1 MiB cannot
+	// save its state. Never part of Ready.
+	StateNearSecretLimitCondition = "StateNearSecretLimit"
+	// StateNearSecretLimitReason: the state takes more than 75% of a Secret.
+	StateNearSecretLimitReason = "StateNearSecretLimit"
+	// StateSizeWithinLimitReason: the state takes at most 75% of a Secret.
+	StateSizeWithinLimitReason = "StateSizeWithinLimit"
 
 	// OutputsValidCondition reports whether the module's outputs satisfy the contract.
 	OutputsValidCondition = "OutputsValid"

@@ -58,4 +58,12 @@ const (
 	LeaseOpAnnotation = "captf.io/lease-op"
 	// LeaseAcquiredAtAnnotation on a run or cluster Lease is when it was taken (RFC 3339, nanoseconds).
 	LeaseAcquiredAtAnnotation = "captf.io/lease-acquired-at"
+	// StateNotPersistedAnnotation on a finished Job records that its state could not be saved
+	// (the errored state's compressed size in bytes): no run starts after it until the object's
+	// StateRecoveredAnnotation names the Job.
+	StateNotPersistedAnnotation = "captf.io/state-not-persisted"
+	// StateRecoveredAnnotation on a CAPTF object, set by an operator to the name of a Job whose
+	// state could not be saved, says that state was dealt with (recovered, or its resources
+	// removed): runs start again.
+	StateRecoveredAnnotation = "captf.io/state-recovered"
 )

@@ -268,6 +268,11 @@ type WorkspaceStatus struct {
 	// +optional
 	StateResources *int32 `json:"stateResources,omitempty"`
 
+	// stateBytes is the compressed size of the state last read, as its Secrets hold it; one
+	// Secret holds at most 1 MiB (1048576), and StateNearSecretLimit warns past 75% of that.
+	// +optional
+	StateBytes *int64 `json:"stateBytes,omitempty"`
+
 	// lastRestoredSerial is the backup serial most recently restored.
 	// +optional
 	LastRestoredSerial *int64 `json:"lastRestoredSerial,omitempty"`

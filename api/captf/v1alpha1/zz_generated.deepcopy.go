@@ -1148,6 +1148,11 @@ func (in *WorkspaceStatus) DeepCopyInto(out *WorkspaceStatus) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.StateBytes != nil {
+		in, out := &in.StateBytes, &out.StateBytes
+		*out = new(int64)
+		**out = **in
+	}
 	if in.LastRestoredSerial != nil {
 		in, out := &in.LastRestoredSerial, &out.LastRestoredSerial
 		*out = new(int64)
