@@ -238,6 +238,16 @@ func (r *provider[T]) ownRunSecret(ctx context.Context, job *batchv1.Job) error 
 // for it), and tells a quota refusal apart (it has its own condition reason). It is called
 // only while the Job does not exist.
 func (r *provider[T]) startFailed(ctx context.Context, p *pass[T], holder string, err error) error {
+	// A Job of that name may exist all the same (an earlier pass created it and the cache has
+	// not seen it yet, and admission refused this pass's dry run): then it keeps its leases
+	// and its run Secret.
+	existing := &batchv1.Job{}
+	if gerr := r.reader.Get(ctx, client.ObjectKey{Namespace: p.owner.Namespace, Name: holder}, existing); !apierrors.IsNotFound(gerr) {
+		if gerr != nil {
+			return errors.Join(err, gerr)
+		}
+		return err
+	}
 	run := &corev1.Secret{}
 	run.Namespace, run.Name = p.owner.Namespace, jobs.RunSecretName(holder)
 	if derr := r.client.Delete(ctx, run); client.IgnoreNotFound(derr) != nil {

@@ -40,7 +40,7 @@ func (r *provider[T]) ReconcileDelete(ctx context.Context, s *capi.Scope[T]) (bo
 	if err != nil {
 		return false, ctrl.Result{}, err
 	}
-	err = run(ctx, p, r.listJobs, r.bookkeep, r.waitForActiveJob, r.ensureRunnerRBAC, r.findDependents,
+	err = run(ctx, p, r.listJobs, r.bookkeep, r.waitForActiveJob, r.findDependents,
 		r.readState, r.renderInputs, r.decide, r.act)
 	return p.done, p.result(), err
 }

@@ -122,6 +122,9 @@ func (r *provider[T]) checkServiceAccount(ctx context.Context, p *pass[T]) (inva
 			name, p.owner.Namespace, captfv1.RunnerLabel, runnerServiceAccount), nil
 	case err != nil:
 		return "", err
+	case name == runnerServiceAccount && sa.Labels[captfv1.ManagedLabel] == "true":
+		// The manager's own (labelled as a runner on its next normal pass, if an older manager
+		// created it): a deleting object, whose passes keep no RBAC, still gets its destroy.
 	case sa.Labels[captfv1.RunnerLabel] != "true":
 		return fmt.Sprintf("the Job's ServiceAccount %s (spec.jobs.serviceAccountName) does not carry the label %s=true, so CAPTF will not run Jobs as it; label it (kubectl label serviceaccount %s -n %s %s=true) or leave serviceAccountName unset to run as %s",
 			name, captfv1.RunnerLabel, name, p.owner.Namespace, captfv1.RunnerLabel, runnerServiceAccount), nil
