@@ -64,6 +64,11 @@ type Input struct {
 	// Restore is a requested restore (captf.io/restore-state), if any.
 	Restore *Restore
 
+	// NotPersisted is the reason (StateTooLarge or StateNotPersisted) when the newest run that
+	// writes state could not save it and no operator said since that it was recovered
+	// (captf.io/state-recovered); empty otherwise.
+	NotPersisted string
+
 	// Drift policy and history.
 	DriftInterval time.Duration
 	DriftAction   captfv1.DriftAction
@@ -204,6 +209,11 @@ func Next(in Input) Decision {
 	if d, ok := restore(in); ok {
 		return d
 	}
+	if in.NotPersisted != "" {
+		// What the last run created is recorded only in the state it could not save: another
+		// run would create it again, and lose it again.
+		return Decision{Reason: in.NotPersisted, Wait: true, RequeueAfter: heldRecheck}
+	}
 	if in.State.Unreadable != "" {
 		// Never run anything against a state we cannot read: an apply could duplicate or
 		// destroy what it cannot see.
@@ -238,6 +248,9 @@ func nextDeleting(in Input) Decision {
 		}
 	}
 	switch {
+	case in.NotPersisted != "":
+		// A destroy would not see what the unsaved state records, and the finalizer would go.
+		return Decision{Reason: in.NotPersisted, Wait: true, RequeueAfter: heldRecheck}
 	case in.State.Unreadable != "":
 		return Decision{Reason: in.State.Unreadable, Wait: true, RequeueAfter: heldRecheck}
 	case !in.State.Present && in.EverApplied:
