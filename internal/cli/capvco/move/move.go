@@ -19,9 +19,24 @@ import (
 	"github.com/capx-io/capx/internal/cli/move"
 )
 
+// CRDs are CAPVCO's CRDs, which clusterctl move must find labelled on both sides.
+var CRDs = []string{
+	"vcoclusters.infrastructure.cluster.x-k8s.io",
+	"vcomachines.infrastructure.cluster.x-k8s.io",
+	"vcoclustertemplates.infrastructure.cluster.x-k8s.io",
+	"vcomachinetemplates.infrastructure.cluster.x-k8s.io",
+}
+
+// Provider is the capx provider with CAPVCO's CRDs.
+func Provider() move.Provider {
+	p := move.Capx
+	p.CRDs = CRDs
+	return p
+}
+
 // NewCmd is `kubectl capvco move`.
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
-	return move.NewCmd(f, move.Capx, Extension)
+	return move.NewCmd(f, Provider(), Extension)
 }
 
 // Extension is what CAPVCO adds to the shared move commands.

@@ -8,9 +8,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 	capvcomove "github.com/capx-io/capx/internal/cli/capvco/move"
+	"github.com/capx-io/capx/internal/cli/cmdutil"
 	"github.com/capx-io/capx/internal/cli/move"
 	"github.com/capx-io/capx/internal/testenv"
 )
@@ -49,5 +51,39 @@ func TestCredentialSecretsOnTarget(t *testing.T) {
 	checks = capvcomove.Checks(ctx, env.Client, env.Client, target)
 	if len(checks) != 1 || !checks[0].Passed || checks[0].Message != "2 present" {
 		t.Fatalf("checks %+v", checks)
+	}
+}
+
+// TestPreflightThroughThePlugin: `kubectl capvco move preflight` runs the shared checks with
+// CAPVCO's CRDs and block-move kinds, and CAPVCO's credential check, one line each.
+func TestPreflightThroughThePlugin(t *testing.T) {
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	if err := env.Client.Create(ctx, testenv.Cluster(ns, "c1", "VCOCluster", "c1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, testenv.VCOCluster(ns, "c1", "c1", "nl-rmd-dc01-001", "vco-credentials")); err != nil {
+		t.Fatal(err)
+	}
+	streams, _, out, errOut := cmdutil.TestIOStreams(false)
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := cmdutil.NewTestFactory(streams, "kubectl capvco", env.Config, c, nil, ns)
+	root := cmdutil.NewRoot(f, "", "")
+	root.AddCommand(capvcomove.NewCmd(f))
+	code := cmdutil.Execute(root, streams, []string{"move", "preflight", "c1", "--to-kubeconfig", env.KubeconfigPath})
+	if code != cmdutil.ExitFound {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"FAIL  credential Secrets on the target missing: " + ns + "/vco-credentials",
+		"PASS  CRDs labelled on the source  4 CRDs carry clusterctl.cluster.x-k8s.io",
+		"PASS  block-move clear",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }
