@@ -255,3 +255,14 @@ func TestScanServerCapsPages(t *testing.T) {
 		t.Fatalf("the re-read did not find a reservation on a later page: %+v", res[0])
 	}
 }
+
+// TestMergeKeepsIncomplete: an account whose locations could not even be listed keeps the
+// merged report incomplete, whatever the next account says.
+func TestMergeKeepsIncomplete(t *testing.T) {
+	var all gpucheck.Report
+	all.Merge(&gpucheck.Report{Complete: false})
+	all.Merge(&gpucheck.Report{Complete: true, Locations: []gpucheck.LocationStatus{{Location: "l", Complete: true}}})
+	if all.Complete {
+		t.Fatal("merged report claims to be complete")
+	}
+}
