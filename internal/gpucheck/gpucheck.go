@@ -166,6 +166,8 @@ type Report struct {
 	Locations []LocationStatus `json:"locations"`
 	Findings  []Finding        `json:"reservations"`
 	Summary   Summary          `json:"summary"`
+
+	merged bool // Merge has taken a first report
 }
 
 // Orphans returns the findings that are orphans.
@@ -181,7 +183,8 @@ func (r *Report) Orphans() []Finding {
 
 // Merge appends other (another account's scan) to r.
 func (r *Report) Merge(other *Report) {
-	if r.Locations == nil && r.Findings == nil {
+	if !r.merged {
+		r.merged = true
 		r.OwnershipChecked, r.OwnershipNote, r.Complete = other.OwnershipChecked, other.OwnershipNote, other.Complete
 	} else if r.OwnershipChecked != other.OwnershipChecked {
 		r.OwnershipChecked = false
