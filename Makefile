@@ -116,7 +116,7 @@ verify-release: ## Fail when a file generated from the binaries or the release i
 	  git status --porcelain -- $(RELEASE_GENERATED); exit 1; fi
 
 .PHONY: release-test
-release-test: ## Prove the snapshot's artefacts with the tools that consume them (krew, kubectl, clusterctl; after release-snapshot).
+release-test: toolchain ## Prove the snapshot's artefacts with the tools that consume them (krew, kubectl, clusterctl; after release-snapshot).
 	go test -tags release -count=1 -v $(GO_TEST_FLAGS) ./test/release/...
 
 .PHONY: docs

@@ -33,7 +33,9 @@ const managerImage = "ghcr.io/capx-io/capx-manager"
 // providerLabel is clusterctl's folder and label for an infrastructure provider named capx.
 const providerLabel = "infrastructure-capx"
 
-var loneVariable = regexp.MustCompile(`(?m)^(\s+value: )(\$\{[A-Z0-9_]+(?::=[^}']*)?\})$`)
+// A default of "" stays unquoted: clusterctl substitutes it to an empty YAML string (an empty
+// default, ${VAR:=}, counts as none).
+var loneVariable = regexp.MustCompile(`(?m)^(\s+value: )(\$\{[A-Z0-9_]+(?::=[^}'"]*)?\})$`)
 
 var semver = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
 

@@ -3,8 +3,18 @@ package main
 import "testing"
 
 func TestLoneVariablesAreQuoted(t *testing.T) {
-	in := "        - name: A\n          value: ${CAPX_STATE_BACKUPS:=5}\n        - name: B\n          value: ${CAPX_WATCH_FILTER:=}\n          value: prefix-${X}\n"
-	want := "        - name: A\n          value: '${CAPX_STATE_BACKUPS:=5}'\n        - name: B\n          value: '${CAPX_WATCH_FILTER:=}'\n          value: prefix-${X}\n"
+	in := `        - name: A
+          value: ${CAPX_STATE_BACKUPS:=5}
+        - name: B
+          value: ${CAPX_WATCH_FILTER:=""}
+          value: prefix-${X}
+`
+	want := `        - name: A
+          value: '${CAPX_STATE_BACKUPS:=5}'
+        - name: B
+          value: ${CAPX_WATCH_FILTER:=""}
+          value: prefix-${X}
+`
 	if got := string(loneVariable.ReplaceAll([]byte(in), []byte("${1}'${2}'"))); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}

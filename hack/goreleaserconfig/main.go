@@ -127,6 +127,7 @@ archives:
   # krew cannot install a completion shim; the archive carries it and completions/README.md says
   # where to put it.
   - src: completions/kubectl_complete-{{.Plugin}}
+    dst: kubectl_complete-{{.Plugin}}
     info:
       mode: 0o755
       mtime: '{{"{{"}} .CommitDate {{"}}"}}'

@@ -237,7 +237,7 @@ metadata:
 spec:
   version: {{ .TagName }}
   homepage: https://github.com/capx-io/capx
-  shortDescription: %[2]s
+  shortDescription: %[2]q
   description: |
 %[3]s
   caveats: |

@@ -1,0 +1,162 @@
+//go:build release
+
+package release
+
+import (
+	"archive/tar"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+
+	"github.com/capx-io/capx/hack/dist"
+)
+
+// TestImages reads the snapshot's OCI layouts back: the manager image has one image per linux
+// architecture goreleaser built the manager for, the module base image has OpenTofu at
+// /captf/runtime and an empty /captf/module; both carry the OCI labels, run as 65532, and the
+// binary of this machine's image runs (the manager prints the snapshot's version, tofu its own).
+func TestImages(t *testing.T) {
+	s := loadSnapshot(t)
+	revision := strings.TrimSpace(run(t, nil, "git", "-C", s.root, "rev-parse", "HEAD"))
+	var managerArchs []string
+	for _, b := range dist.Filter(s.artifacts, dist.Binary, "manager") {
+		if b.Goos == "linux" {
+			managerArchs = append(managerArchs, b.Goarch)
+		}
+	}
+	cases := []struct {
+		name, entrypoint string
+		archs            []string
+		args             []string
+		want             string
+		paths            map[string]byte // path in the image -> tar type
+	}{
+		{"capx-manager", "/manager", managerArchs, []string{"version"}, s.version,
+			map[string]byte{"manager": tar.TypeReg}},
+		{"captf-module-base", "/captf/runtime", nil, []string{"version"}, "OpenTofu v",
+			map[string]byte{"captf/runtime": tar.TypeReg, "captf/module": tar.TypeDir}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(s.dist, "images", c.name)
+			p, err := layout.FromPath(dir)
+			if err != nil {
+				t.Fatalf("%v: make release-snapshot writes it (hack/releaseimages)", err)
+			}
+			if _, err := os.Stat(dir + ".oci.tar"); err != nil {
+				t.Error(err)
+			}
+			top, err := p.ImageIndex()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tm, err := top.IndexManifest()
+			if err != nil || len(tm.Manifests) != 1 {
+				t.Fatalf("index.json: %v, %v", tm, err)
+			}
+			wantRef := "ghcr.io/capx-io/" + c.name + ":" + s.version
+			if ref := tm.Manifests[0].Annotations["org.opencontainers.image.ref.name"]; ref != wantRef {
+				t.Errorf("ref %q, want %q", ref, wantRef)
+			}
+			idx, err := top.ImageIndex(tm.Manifests[0].Digest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			im, err := idx.IndexManifest()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var archs []string
+			var host v1.Image
+			for _, d := range im.Manifests {
+				archs = append(archs, d.Platform.Architecture)
+				img, err := idx.Image(d.Digest)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cf, err := img.ConfigFile()
+				if err != nil {
+					t.Fatal(err)
+				}
+				labels := cf.Config.Labels
+				for k, v := range map[string]string{
+					"org.opencontainers.image.source":   "https://github.com/capx-io/capx",
+					"org.opencontainers.image.version":  s.version,
+					"org.opencontainers.image.revision": revision,
+				} {
+					if labels[k] != v {
+						t.Errorf("%s: label %s=%q, want %q", d.Platform.Architecture, k, labels[k], v)
+					}
+				}
+				if cf.Config.User != "65532:65532" || strings.Join(cf.Config.Entrypoint, " ") != c.entrypoint {
+					t.Errorf("%s: user %q, entrypoint %v", d.Platform.Architecture, cf.Config.User, cf.Config.Entrypoint)
+				}
+				if d.Platform.Architecture == runtime.GOARCH {
+					host = img
+				}
+			}
+			if c.archs != nil && strings.Join(archs, ",") != strings.Join(c.archs, ",") {
+				t.Errorf("platforms %v, want %v (the manager's linux builds)", archs, c.archs)
+			}
+			if host == nil {
+				t.Fatalf("no image for linux/%s among %v", runtime.GOARCH, archs)
+			}
+			// Unpack this machine's image and run its entrypoint.
+			root := t.TempDir()
+			seen := unpack(t, host, root)
+			for path, typ := range c.paths {
+				if seen[path] != typ {
+					t.Errorf("%s: type %q in the image, want %q", path, seen[path], typ)
+				}
+			}
+			if out := run(t, nil, filepath.Join(root, c.entrypoint), c.args...); !strings.Contains(out, c.want) {
+				t.Errorf("%s %s printed %q, want %q in it", c.entrypoint, strings.Join(c.args, " "), out, c.want)
+			}
+		})
+	}
+}
+
+// unpack writes an image's files under root and returns each path's tar type.
+func unpack(t *testing.T, img v1.Image, root string) map[string]byte {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	seen := map[string]byte{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return seen
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[strings.TrimSuffix(h.Name, "/")] = h.Typeflag
+		target := filepath.Join(root, filepath.FromSlash(h.Name))
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		case tar.TypeReg:
+			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, os.FileMode(h.Mode))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.Copy(f, tr); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		}
+	}
+}
