@@ -57,6 +57,7 @@ func (r *provider[T]) decide(ctx context.Context, p *pass[T]) error {
 		}
 	}
 	in.Restore = r.restoreRequest(p)
+	in.NotPersisted, _ = notPersisted(p.jobList, p.scope.Object.GetAnnotations()[captfv1.StateRecoveredAnnotation])
 	if in.InputsHash != "" {
 		plan, err := r.currentPlan(ctx, p, in.InputsHash)
 		if err != nil {

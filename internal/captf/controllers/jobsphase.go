@@ -232,6 +232,7 @@ func (r *provider[T]) markBookkept(ctx context.Context, job *batchv1.Job, res ca
 	if rr != nil && rr.Drift != nil {
 		job.Annotations[driftAnnotation] = strconv.Itoa(rr.Drift.Resources)
 	}
+	markNotPersisted(job, rr)
 	if rr != nil && rr.Plan != nil && rr.PlanHash != "" {
 		job.Annotations[captfv1.PlanHashAnnotation] = rr.PlanHash
 		if planIsEmpty(rr.Plan) {

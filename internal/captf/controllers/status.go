@@ -85,6 +85,8 @@ func updateStatus[T capi.Object](p *pass[T], mutable bool) {
 		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, "Held: "+stateLostMessage)
 	case p.decision.Reason == captfv1.DurableInputsMissingReason:
 		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, "Held: "+durableInputsMissingMessage)
+	case p.decision.Reason == captfv1.StateTooLargeReason, p.decision.Reason == captfv1.StateNotPersistedReason:
+		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, "Held: "+notPersistedMessage(p))
 	}
 	if pool, ok := any(p).(*pass[*captfv1.TerraformMachinePool]); ok {
 		setPoolStatus(pool)
@@ -203,6 +205,8 @@ func applyCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string, 
 		return metav1.ConditionFalse, d.Reason, stateLostMessage
 	case captfv1.DurableInputsMissingReason:
 		return metav1.ConditionFalse, d.Reason, durableInputsMissingMessage
+	case captfv1.StateTooLargeReason, captfv1.StateNotPersistedReason:
+		return metav1.ConditionFalse, d.Reason, notPersistedMessage(p)
 	case captfv1.DestructivePlanBlockedReason:
 		return metav1.ConditionFalse, d.Reason, planMessage(p, "The plan deletes or replaces resources and waits for an approved TerraformPlan")
 	case captfv1.PlanAwaitingApprovalReason, captfv1.PlanChangedReason:

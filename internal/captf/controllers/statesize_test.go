@@ -1,0 +1,62 @@
+package controllers_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/cluster-api/util/conditions"
+
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+)
+
+// TestStateTooLargeHolds: a cluster module whose state outgrows the 1 MiB a state Secret holds.
+// The apply creates its resources but cannot save the state, and neither can the runner's push:
+// the object holds with StateTooLarge (not a retried ApplyFailed), the message names the command
+// that resumes, no second apply starts (it would create every resource again), and the command
+// as printed resumes runs.
+func TestStateTooLargeHolds(t *testing.T) {
+	g := NewWithT(t)
+	ns, kubelet := scenario(t)
+	tc := newTerraformCluster(t, ns, "big", func(tc *captfv1.TerraformCluster) {
+		tc.Spec.Variables = vars(map[string]any{"bulk_resources": 24})
+	})
+	waitFor(t, tc, 2*time.Minute, "held on the unsaved state", func(o *captfv1.TerraformCluster) bool {
+		return hasCondition(o, captfv1.ApplyJobSucceededCondition, metav1.ConditionFalse, captfv1.StateTooLargeReason)
+	})
+	msg := conditions.GetMessage(tc, captfv1.ApplyJobSucceededCondition)
+	g.Expect(msg).To(ContainSubstring("could not save its state"))
+	g.Expect(msg).To(ContainSubstring("at most 1 MiB"))
+	jobs := jobsOf(t, ns, "TerraformCluster", "big")
+	g.Expect(jobs).To(HaveLen(1))
+	first := jobs[0].Name
+	g.Expect(msg).To(ContainSubstring("`kubectl annotate terraformcluster big -n " + ns + " captf.io/state-recovered=" + first + " --overwrite`"))
+	g.Expect(tc.Status.LastRun).NotTo(BeNil())
+	g.Expect(tc.Status.LastRun.Error.Kind).To(Equal("state-not-persisted"))
+	g.Expect(jobs[0].Annotations).To(HaveKey(captfv1.StateNotPersistedAnnotation))
+	pods := kubelet.Started()
+	// The retry backoff after a failure starts at a minute; the hold has no end at all. A
+	// changed input would be applied at once without it.
+	update(t, tc, func(o *captfv1.TerraformCluster) {
+		o.Spec.Variables = vars(map[string]any{"bulk_resources": 24, "bulk_hashes": 513})
+	})
+	never(t, 5*time.Second, "another Job started after the unsaved state", func() bool {
+		return kubelet.Started() > pods || len(jobsOf(t, ns, "TerraformCluster", "big")) > 1
+	})
+
+	// The operator's answer, as the message prints it: runs start again (this one applies the
+	// changed inputs, and fails the same way).
+	command := regexp.MustCompile("`(kubectl [^`]+)`").FindStringSubmatch(msg)
+	g.Expect(command).To(HaveLen(2), msg)
+	run := exec.Command(filepath.Join(env.Root, "bin", "kubectl"), strings.Fields(command[1])[1:]...)
+	run.Env = append(os.Environ(), "KUBECONFIG="+env.KubeconfigPath)
+	out, err := run.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	g.Eventually(func() int { return len(jobsOf(t, ns, "TerraformCluster", "big")) }, time.Minute, 200*time.Millisecond).Should(Equal(2))
+}
