@@ -64,7 +64,7 @@ func TestSimulator(t *testing.T) {
 		}, "the simulator answered the manager's pod")
 	})
 
-	step(t, "a CAPVCO cluster is taken over by CAPVCO and deleted", func() {
+	step(t, "a CAPVCO cluster is provisioned on the simulator and deleted", func() {
 		// Cluster API's webhooks may not answer yet right after the install.
 		eventually(t, 2*time.Minute, func(g Gomega) {
 			_, err := m.ApplyCluster(ctx, k.Repository, install.ClusterSpec{Name: name, Namespace: ns, Flavor: install.FlavorVCOLocal})
@@ -78,6 +78,17 @@ func TestSimulator(t *testing.T) {
 			g.Expect(vc.OwnerReferences).NotTo(BeEmpty(), "CAPI set the Cluster as owner")
 			g.Expect(isTrue(vc.Status.Conditions, "Ready")).To(BeTrue(), "Ready: %v", vc.Status.Conditions)
 		}, "the VCOCluster taken over")
+		// The control plane, the worker and the GPU worker, as Cluster API sees them.
+		g.Expect(m.WaitProvisioned(ctx, ns, name, 3*time.Minute)).To(Succeed())
+		vms := &capvcov1.VCOMachineList{}
+		g.Expect(m.Client.List(ctx, vms, client.InNamespace(ns))).To(Succeed())
+		g.Expect(vms.Items).To(HaveLen(3))
+		gpus := 0
+		for _, vm := range vms.Items {
+			g.Expect(vm.Spec.ProviderID).To(HavePrefix("vco://"))
+			gpus += len(vm.Status.GPUs)
+		}
+		g.Expect(gpus).To(Equal(1), "the GPU worker's reservation")
 		deleteCluster(t, ctx, m, ns, name)
 		eventually(t, 2*time.Minute, func(g Gomega) {
 			err := m.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &capvcov1.VCOCluster{})
