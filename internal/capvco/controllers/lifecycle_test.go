@@ -154,19 +154,24 @@ func TestStatusWipedAdoptionRecreatesNothing(t *testing.T) {
 	waitFor(h, live, time.Minute, "provisioned", provisionedCluster)
 	waitFor(h, empty, time.Minute, "provisioned", provisionedCluster)
 	m := h.machine("live", "cp-0", true, nil)
+	gm := h.machine("live", "gpu-0", false, func(m *capvcov1.VCOMachine, _ *clusterv1.Machine) {
+		m.Spec.GPU = &capvcov1.GPUSpec{Vendor: "nvidia"}
+	})
 	waitFor(h, m, time.Minute, "provisioned", provisionedMachine)
+	waitFor(h, gm, time.Minute, "provisioned", provisionedMachine)
 	waitFor(h, live, time.Minute, "a member", func(vc *capvcov1.VCOCluster) bool { return len(vc.Status.LoadBalancer.Members) == 1 })
 	before := struct {
 		live, empty capvcov1.VCOClusterStatus
 		machine     capvcov1.VCOMachine
-	}{*live.Status.DeepCopy(), *empty.Status.DeepCopy(), *m.DeepCopy()}
+		gpus        []capvcov1.GPUStatus
+	}{*live.Status.DeepCopy(), *empty.Status.DeepCopy(), *m.DeepCopy(), gm.Status.GPUs}
 
 	h.stop()
-	for _, o := range []client.Object{live, empty, m} {
+	for _, o := range []client.Object{live, empty, m, gm} {
 		g.Expect(h.get(o)).To(Succeed())
 	}
-	live.Status, empty.Status, m.Status = capvcov1.VCOClusterStatus{}, capvcov1.VCOClusterStatus{}, capvcov1.VCOMachineStatus{}
-	for _, o := range []client.Object{live, empty, m} {
+	live.Status, empty.Status, m.Status, gm.Status = capvcov1.VCOClusterStatus{}, capvcov1.VCOClusterStatus{}, capvcov1.VCOMachineStatus{}, capvcov1.VCOMachineStatus{}
+	for _, o := range []client.Object{live, empty, m, gm} {
 		g.Expect(env.Client.Status().Update(ctx, o)).To(Succeed())
 	}
 	h.sim.ResetRequests()
@@ -175,6 +180,8 @@ func TestStatusWipedAdoptionRecreatesNothing(t *testing.T) {
 	waitFor(h, live, time.Minute, "provisioned again", provisionedCluster)
 	waitFor(h, empty, time.Minute, "provisioned again", provisionedCluster)
 	waitFor(h, m, time.Minute, "provisioned again", provisionedMachine)
+	waitFor(h, gm, time.Minute, "provisioned again", provisionedMachine)
+	g.Expect(gm.Status.GPUs).To(Equal(before.gpus), "the same reservation, found by name")
 	waitFor(h, live, time.Minute, "a member again", func(vc *capvcov1.VCOCluster) bool {
 		return vc.Status.LoadBalancer != nil && len(vc.Status.LoadBalancer.Members) == 1
 	})
