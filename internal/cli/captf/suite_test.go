@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -119,5 +118,3 @@ func noEscapes(t *testing.T, r result) {
 		t.Fatalf("colour codes without a terminal:\n%s", r)
 	}
 }
-
-func objectMeta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
