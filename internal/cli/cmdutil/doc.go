@@ -27,6 +27,8 @@
 //     RESTConfig, Client, Kubernetes and Namespace fields are functions that build what they
 //     return on first call, so --help, completion and version never contact a cluster. Tests
 //     build a Factory by hand ([NewTestFactory]) and set the fields to envtest clients.
+//     [Factory.Deps] hands a command the streams, the binary's name and those functions in one
+//     [Deps] value to embed in its Options; [Deps.Connect] builds the client and reads the namespace.
 //   - [IOStreams] carries stdin/stdout/stderr and whether each is a terminal; [TestIOStreams]
 //     gives buffers that can pretend to be terminals.
 //   - [Format] and [Print]: one printer for -o text|json|yaml. Machine output is a versioned

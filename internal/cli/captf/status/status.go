@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -57,6 +58,9 @@ Exit codes: 0 shown (whatever the objects' state), 2 an error, 3 bad usage.`,
 			}
 			if opts.AllNamespaces && opts.Cluster != "" {
 				return cmdutil.Usagef("CLUSTER and --all-namespaces exclude each other")
+			}
+			if sc := opts.ShowConditions; sc != "" && !strings.EqualFold(sc, "all") && objects.ParseKind(sc) == "" {
+				return cmdutil.Usagef("--show-conditions %q: use all or a kind (TerraformCluster, TerraformMachinePool, TerraformMachine, or tfc, tfmp, tfm)", sc)
 			}
 			opts.Styles = f.Styles()
 			if runF != nil {
