@@ -38,14 +38,9 @@ func newReporter(object, job string, log func(string, ...any)) (*reporter, error
 	if object == "" {
 		return nil, nil
 	}
-	parts := strings.Split(object, "/")
-	if len(parts) < 5 {
-		return nil, fmt.Errorf("--event-object=%q: want <apiVersion>/<kind>/<namespace>/<name>/<uid>", object)
-	}
-	n := len(parts)
-	ref := corev1.ObjectReference{
-		APIVersion: strings.Join(parts[:n-4], "/"), Kind: parts[n-4], Namespace: parts[n-3],
-		Name: parts[n-2], UID: types.UID(parts[n-1]),
+	ref, err := parseEventObject(object)
+	if err != nil {
+		return nil, err
 	}
 	cfg, err := rest.InClusterConfig()
 	if err != nil {
@@ -66,6 +61,19 @@ func newReporter(object, job string, log func(string, ...any)) (*reporter, error
 		r.related = &corev1.ObjectReference{APIVersion: "batch/v1", Kind: "Job", Namespace: ref.Namespace, Name: job}
 	}
 	return r, nil
+}
+
+// parseEventObject parses --event-object=<apiVersion>/<kind>/<namespace>/<name>/<uid>.
+func parseEventObject(object string) (corev1.ObjectReference, error) {
+	parts := strings.Split(object, "/")
+	if len(parts) < 5 {
+		return corev1.ObjectReference{}, fmt.Errorf("--event-object=%q: want <apiVersion>/<kind>/<namespace>/<name>/<uid>", object)
+	}
+	n := len(parts)
+	return corev1.ObjectReference{
+		APIVersion: strings.Join(parts[:n-4], "/"), Kind: parts[n-4], Namespace: parts[n-3],
+		Name: parts[n-2], UID: types.UID(parts[n-1]),
+	}, nil
 }
 
 // emit posts one Event; a nil reporter posts nothing.

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"fmt"
@@ -11,8 +12,16 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/runresult"
+	"github.com/capx-io/capx/internal/captf/state"
+	"github.com/capx-io/capx/internal/scheme"
 )
 
 // saveErroredState handles the state the runtime wrote to errored.tfstate because it could not
@@ -41,6 +50,10 @@ func (r *run) saveErroredState(ctx context.Context, f *failure) *failure {
 	if budget <= 0 {
 		r.logf("no time left to push %s", erroredState)
 		es.PushError = "no time was left of --stop-timeout to push it"
+		es.Kept, err = r.keepErroredState(ctx, path)
+		if err != nil {
+			es.KeepError = r.red.String(err.Error())
+		}
 		return r.notPersisted(f, es)
 	}
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
@@ -60,6 +73,12 @@ func (r *run) saveErroredState(ctx context.Context, f *failure) *failure {
 	}
 	es.PushError = r.red.String(errorBlock(boxDrawing.Replace(r.red.String(out))))
 	r.logf("could not push %s (exit code %d); the runtime's output above says why", erroredState, es.PushExitCode)
+	if es.Kept, err = r.keepErroredState(ctx, path); err != nil {
+		es.KeepError = r.red.String(err.Error())
+		r.logf("could not keep %s in Secrets: %s; it is lost with the pod", erroredState, es.KeepError)
+	} else {
+		r.logf("kept %s as state backup %s", erroredState, es.Kept)
+	}
 	return r.notPersisted(f, es)
 }
 
@@ -70,9 +89,13 @@ func (r *run) notPersisted(f *failure, es *runresult.ErroredState) *failure {
 	if es.TooLarge() {
 		why = fmt.Sprintf("it is %s compressed and a state Secret holds at most %s", mib(es.CompressedBytes), mib(runresult.SecretDataLimit))
 	}
+	kept := "it was not kept (see erroredState.keepError)"
+	if es.Kept != "" {
+		kept = "a copy is kept as state backup " + es.Kept
+	}
 	summary := fmt.Sprintf("the state after step %s (%s, %s compressed) could not be saved: %s; the runner's push failed too (exit code %d). "+
-		"What the step created is recorded only in that state: do not re-run. %s",
-		f.step, mib(es.Bytes), mib(es.CompressedBytes), why, es.PushExitCode, f.summary)
+		"What the step created is recorded only in that state (%s): do not re-run. %s",
+		f.step, mib(es.Bytes), mib(es.CompressedBytes), why, es.PushExitCode, kept, f.summary)
 	return &failure{kind: runresult.KindStateNotPersisted, step: f.step, summary: runresult.Head(summary, runresult.MaxSummaryBytes)}
 }
 
@@ -106,4 +129,92 @@ type countWriter int64
 func (c *countWriter) Write(p []byte) (int, error) {
 	*c += countWriter(len(p))
 	return len(p), nil
+}
+
+// erroredChunkBytes is how much compressed state one kept chunk holds: below the 1 MiB of data
+// a Secret takes, as the backend's own chunks are.
+const erroredChunkBytes = 960 << 10
+
+// keepErroredState copies the errored state into a state backup set owned by the CAPTF object
+// (--event-object), captf-state-backup-<suffix>-<serial>, chunked as the backend chunks a state:
+// the same Secrets `kubectl captf backups list` shows and the restore path reads, so nothing the
+// run created is forgotten once the pod is gone. It returns the set's name.
+func (r *run) keepErroredState(ctx context.Context, path string) (string, error) {
+	cfg := r.o.backend()
+	if cfg.namespace == "" || cfg.suffix == "" {
+		return "", fmt.Errorf("no namespace or secret_suffix among --backend-config")
+	}
+	owner, err := parseEventObject(r.o.eventObject)
+	if err != nil || r.o.eventObject == "" {
+		return "", fmt.Errorf("no owner to keep it for (--event-object): %v", err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	if _, err := zw.Write(raw); err != nil {
+		return "", err
+	}
+	if err := zw.Close(); err != nil {
+		return "", err
+	}
+	base := contract.StateSecretName(cfg.suffix)
+	var secrets []corev1.Secret
+	for i, data := 0, gz.Bytes(); len(data) > 0; i++ {
+		n := min(len(data), erroredChunkBytes)
+		secrets = append(secrets, corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cfg.namespace, Name: state.ChunkName(base, i)},
+			Data: map[string][]byte{contract.BackendStateKey: data[:n]}})
+		data = data[n:]
+	}
+	snap, err := state.Decode(secrets, cfg.suffix)
+	if err != nil {
+		return "", err
+	}
+	rc, err := cfg.restConfig()
+	if err != nil {
+		return "", err
+	}
+	c, err := client.New(rc, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return "", err
+	}
+	ref := metav1.OwnerReference{APIVersion: owner.APIVersion, Kind: owner.Kind, Name: owner.Name, UID: owner.UID}
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	return state.Backup(kctx, c, snap, ref, state.BackupOptions{Keep: state.MaxStatusBackups, SourceJob: r.o.jobName})
+}
+
+// backendSettings are the --backend-config values the runner itself needs.
+type backendSettings struct {
+	namespace, suffix, configPath string
+	inCluster                     bool
+}
+
+func (o *options) backend() backendSettings {
+	var b backendSettings
+	for _, kv := range o.backendConfig {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "namespace":
+			b.namespace = v
+		case "secret_suffix":
+			b.suffix = v
+		case "config_path":
+			b.configPath = v
+		case "in_cluster_config":
+			b.inCluster = v == "true"
+		}
+	}
+	return b
+}
+
+// restConfig connects as the backend does: in the cluster with the pod's ServiceAccount, else
+// with the kubeconfig the backend was given.
+func (b backendSettings) restConfig() (*rest.Config, error) {
+	if b.inCluster || b.configPath == "" {
+		return rest.InClusterConfig()
+	}
+	return clientcmd.BuildConfigFromFlags("", b.configPath)
 }
