@@ -23,7 +23,14 @@ func markNotPersisted(job *batchv1.Job, rr *runresult.Result) {
 		n = rr.ErroredState.CompressedBytes
 	}
 	job.Annotations[captfv1.StateNotPersistedAnnotation] = strconv.FormatInt(n, 10)
+	if rr.ErroredState != nil && rr.ErroredState.Kept != "" {
+		job.Annotations[erroredBackupAnnotation] = rr.ErroredState.Kept
+	}
 }
+
+// erroredBackupAnnotation on a Job marked StateNotPersistedAnnotation names the state backup set
+// in which the runner kept the state it could not save.
+const erroredBackupAnnotation = "captf.io/errored-state-backup"
 
 // notPersisted finds the newest recorded Job that writes state (every operation but plan); when
 // it could not save its state and the object's captf.io/state-recovered does not name it, it
@@ -58,10 +65,27 @@ func notPersistedMessage[T capi.Object](p *pass[T]) string {
 	if reason == captfv1.StateTooLargeReason {
 		what = fmt.Sprintf("it is %.2f MiB compressed and OpenTofu's kubernetes backend keeps it in one Secret, which holds at most 1 MiB", float64(size)/(1<<20))
 	}
+	kept := "The runner could not keep a copy of it (status.lastRun.error and the Job's Pod log say why)."
+	if set := job.Annotations[erroredBackupAnnotation]; set != "" {
+		kept = fmt.Sprintf("A copy is kept as state backup %s (`kubectl captf backups list %s -n %s`).", set, obj.GetName(), obj.GetNamespace())
+		if serial, ok := keptSerial(p, set); ok && reason == captfv1.StateNotPersistedReason {
+			kept += fmt.Sprintf(" Restoring it also resumes runs: `kubectl captf backups restore %s -n %s --serial %d --yes`.", obj.GetName(), obj.GetNamespace(), serial)
+		}
+	}
 	return fmt.Sprintf("%s Job %s changed infrastructure but could not save its state: %s. What it created is recorded only "+
-		"in that unsaved state, so nothing runs again: a retry would create it a second time. status.lastRun.error and "+
-		"the Job's Pod log say more. Shrink the module's state and remove or import what the run created, then resume with "+
+		"in that unsaved state, so nothing runs again: a retry would create it a second time. %s "+
+		"Shrink the module's state (or remove or import what the run created) and then resume with "+
 		"`kubectl annotate %s %s -n %s %s=%s --overwrite`",
-		job.Labels[captfv1.OperationLabel], job.Name, what, strings.ToLower(p.owner.Kind), obj.GetName(), obj.GetNamespace(),
+		job.Labels[captfv1.OperationLabel], job.Name, what, kept, strings.ToLower(p.owner.Kind), obj.GetName(), obj.GetNamespace(),
 		captfv1.StateRecoveredAnnotation, job.Name)
+}
+
+// keptSerial is the serial of a complete backup set the pass listed.
+func keptSerial[T capi.Object](p *pass[T], name string) (int64, bool) {
+	for _, b := range p.backups {
+		if b.Name == name && b.Complete {
+			return b.Serial, true
+		}
+	}
+	return 0, false
 }

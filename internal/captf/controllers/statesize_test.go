@@ -40,6 +40,11 @@ func TestStateTooLargeHolds(t *testing.T) {
 	g.Expect(tc.Status.LastRun).NotTo(BeNil())
 	g.Expect(tc.Status.LastRun.Error.Kind).To(Equal("state-not-persisted"))
 	g.Expect(jobs[0].Annotations).To(HaveKey(captfv1.StateNotPersistedAnnotation))
+	// The unsaved state is kept as a backup of the object, which status lists.
+	g.Expect(msg).To(MatchRegexp("A copy is kept as state backup captf-state-backup-[0-9a-f]{16}-c-[0-9]+ \\(`kubectl captf backups list big -n " + ns + "`\\)"))
+	waitFor(t, tc, 30*time.Second, "the kept state in status.stateBackups", func(o *captfv1.TerraformCluster) bool {
+		return len(o.Status.StateBackups) > 0
+	})
 	pods := kubelet.Started()
 	// The retry backoff after a failure starts at a minute; the hold has no end at all. A
 	// changed input would be applied at once without it.
@@ -52,7 +57,7 @@ func TestStateTooLargeHolds(t *testing.T) {
 
 	// The operator's answer, as the message prints it: runs start again (this one applies the
 	// changed inputs, and fails the same way).
-	command := regexp.MustCompile("`(kubectl [^`]+)`").FindStringSubmatch(msg)
+	command := regexp.MustCompile("`(kubectl annotate [^`]+)`").FindStringSubmatch(msg)
 	g.Expect(command).To(HaveLen(2), msg)
 	run := exec.Command(filepath.Join(env.Root, "bin", "kubectl"), strings.Fields(command[1])[1:]...)
 	run.Env = append(os.Environ(), "KUBECONFIG="+env.KubeconfigPath)
