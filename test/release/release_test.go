@@ -14,9 +14,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/capx-io/capx/hack/dist"
 	"github.com/capx-io/capx/internal/testenv"
 )
+
+func TestMain(m *testing.M) {
+	// envtest logs through controller-runtime, which complains once when no logger is set.
+	ctrllog.SetLogger(logr.Discard())
+	os.Exit(m.Run())
+}
 
 // snapshot is what make release-snapshot left in the checkout.
 type snapshot struct {
