@@ -323,68 +323,98 @@ func rawView(text []byte) view {
 	return v
 }
 
-// normalize removes ANSI escape sequences and whitespace and undoes JSON string escapes, again
-// while that changes something (up to normalizePasses times). It returns the view after each
-// pass that changed something, the last being the most decoded: a secret that itself holds an
-// escape may show in an intermediate one only (its text and what follows it decode further).
+// normalize removes ANSI escape sequences and whitespace, then undoes JSON string escapes and
+// removes what that uncovers, again while that changes something (up to normalizePasses
+// times). Whitespace goes first, so that a line break between the two characters of an escape
+// (\ and n, or \ and \) does not change what they mean. It returns every view that differs from
+// the one before, the last being the most decoded: a secret that itself holds an escape may show
+// in an intermediate one only (its text and what follows it decode further).
 func normalize(text []byte) []view {
 	var views []view
-	v := rawView(text)
+	v, changed := rawView(text).strip()
+	if changed {
+		views = append(views, v)
+	}
 	for range normalizePasses {
-		next, changed := v.normalizeOnce()
+		next, changed := v.unescape()
 		if !changed {
 			break
 		}
-		views = append(views, next)
-		v = next
+		v, _ = next.strip()
+		views = append(views, v)
 	}
 	return views
 }
 
-func (v view) normalizeOnce() (view, bool) {
-	out := view{b: make([]byte, 0, len(v.b)), lo: make([]int, 0, len(v.b)), hi: make([]int, 0, len(v.b))}
-	emit := func(c byte, from, to int) {
-		out.b = append(out.b, c)
-		out.lo = append(out.lo, v.lo[from])
-		out.hi = append(out.hi, v.hi[to-1])
+// derive starts a view built from v.
+func (v view) derive() view {
+	return view{b: make([]byte, 0, len(v.b)), lo: make([]int, 0, len(v.b)), hi: make([]int, 0, len(v.b))}
+}
+
+// emit appends c, made from v's bytes [from, to).
+func (out *view) emit(v view, c byte, from, to int) {
+	out.b = append(out.b, c)
+	out.lo = append(out.lo, v.lo[from])
+	out.hi = append(out.hi, v.hi[to-1])
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
+
+// strip removes whitespace and ANSI escape sequences.
+func (v view) strip() (view, bool) {
+	out := v.derive()
+	for i := 0; i < len(v.b); {
+		switch c := v.b[i]; {
+		case isSpace(c):
+			i++
+		case c == 0x1b:
+			i = skipANSI(v.b, i)
+		default:
+			out.emit(v, c, i, i+1)
+			i++
+		}
 	}
+	return out, len(out.b) != len(v.b)
+}
+
+// unescape undoes JSON string escapes: \" \\ \/ \b \uXXXX (and surrogate pairs); \n \r \t \f
+// are whitespace and dropped.
+func (v view) unescape() (view, bool) {
+	out := v.derive()
 	changed := false
 	n := len(v.b)
 	for i := 0; i < n; {
 		c := v.b[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f':
-			i, changed = i+1, true
-		case c == 0x1b:
-			i, changed = skipANSI(v.b, i), true
-		case c == '\\' && i+1 < n:
-			switch d := v.b[i+1]; d {
-			case '"', '\\', '/':
-				emit(d, i, i+2)
-				i, changed = i+2, true
-			case 'n', 'r', 't', 'f':
-				i, changed = i+2, true // whitespace, dropped
-			case 'b':
-				emit('\b', i, i+2)
-				i, changed = i+2, true
-			case 'u':
-				r, size := unicodeEscape(v.b[i:])
-				if size == 0 {
-					emit(c, i, i+1)
-					i++
-					continue
-				}
-				var enc [utf8.UTFMax]byte
-				for _, x := range enc[:utf8.EncodeRune(enc[:], r)] {
-					emit(x, i, i+size)
-				}
-				i, changed = i+size, true
-			default:
-				emit(c, i, i+1)
+		if c != '\\' || i+1 >= n {
+			out.emit(v, c, i, i+1)
+			i++
+			continue
+		}
+		switch d := v.b[i+1]; d {
+		case '"', '\\', '/':
+			out.emit(v, d, i, i+2)
+			i, changed = i+2, true
+		case 'n', 'r', 't', 'f':
+			i, changed = i+2, true
+		case 'b':
+			out.emit(v, '\b', i, i+2)
+			i, changed = i+2, true
+		case 'u':
+			r, size := unicodeEscape(v.b[i:])
+			if size == 0 {
+				out.emit(v, c, i, i+1)
 				i++
+				continue
 			}
+			var enc [utf8.UTFMax]byte
+			for _, x := range enc[:utf8.EncodeRune(enc[:], r)] {
+				out.emit(v, x, i, i+size)
+			}
+			i, changed = i+size, true
 		default:
-			emit(c, i, i+1)
+			out.emit(v, c, i, i+1)
 			i++
 		}
 	}
@@ -484,11 +514,22 @@ func (r *redactor) redact(buf []byte, final bool) (out, rest []byte) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	end := len(buf)
+	views := normalize(buf)
 	if !final {
 		end = incompleteEscape(buf)
+		// Nor may the cut fall inside what one decoded character came from (a surrogate pair).
+		for moved := true; moved; {
+			moved = false
+			for _, v := range views {
+				j, _ := slices.BinarySearch(v.hi, end+1)
+				if j < len(v.lo) && v.lo[j] < end {
+					end, moved = v.lo[j], true
+				}
+			}
+		}
 	}
 	spans, hold := rawView(buf).match(r.raw, final, end)
-	for _, v := range normalize(buf) {
+	for _, v := range views {
 		nspans, nhold := v.match(r.norm, final, end)
 		spans, hold = append(spans, nspans...), min(hold, nhold)
 	}
@@ -517,7 +558,7 @@ func (r *redactor) redact(buf []byte, final bool) (out, rest []byte) {
 // incompleteEscape is where a JSON or ANSI escape that the next write may complete starts near
 // the end of buf, else len(buf).
 func incompleteEscape(buf []byte) int {
-	for i := max(0, len(buf)-16); i < len(buf); i++ {
+	for i := max(0, len(buf)-32); i < len(buf); i++ {
 		if buf[i] == '\\' || buf[i] == 0x1b {
 			return i
 		}

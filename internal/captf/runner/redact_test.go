@@ -9,6 +9,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	tfjson "github.com/hashicorp/terraform-json"
 	. "github.com/onsi/gomega"
@@ -108,7 +110,11 @@ func secretForms(secret string) map[string]string {
 	b := []byte(secret)
 	var allEscaped strings.Builder
 	for _, c := range secret {
-		fmt.Fprintf(&allEscaped, `\u%04x`, c)
+		if r1, r2 := utf16.EncodeRune(c); r1 != utf8.RuneError {
+			fmt.Fprintf(&allEscaped, `\u%04x\u%04x`, r1, r2) // outside the BMP: a surrogate pair
+		} else {
+			fmt.Fprintf(&allEscaped, `\u%04x`, c)
+		}
 	}
 	noHTML := func(s string) string {
 		var buf bytes.Buffer

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -35,6 +36,13 @@ var (
 // hack/toolchain.sh builds; without it they fail rather than skip, so a missing toolchain is
 // never mistaken for passing tests.
 func TestMain(m *testing.M) {
+	// Fuzzing (hack/fuzz.sh: -run '^$' -fuzz FuzzRedact) runs only the redactor, which needs
+	// neither OpenTofu nor an API server; every fuzz worker would otherwise start its own.
+	flag.Parse()
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" ||
+		flag.Lookup("test.fuzz").Value.String() != "" && flag.Lookup("test.run").Value.String() == "^$" {
+		os.Exit(m.Run())
+	}
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
