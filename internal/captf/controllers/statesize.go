@@ -5,7 +5,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/capi"
@@ -88,4 +91,55 @@ func keptSerial[T capi.Object](p *pass[T], name string) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// nearLimitPercent is the share of a Secret's 1 MiB past which StateNearSecretLimit warns.
+const nearLimitPercent = 75
+
+// stateBytesMetric is captf_state_bytes: the compressed size of each object's state, as its
+// Secrets hold it.
+var stateBytesMetric = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "captf_state_bytes",
+	Help: "Compressed size of a CAPTF object's state as its Secrets hold it; one Secret holds at most 1048576 bytes.",
+}, []string{"namespace", "kind", "name"})
+
+func init() { metrics.Registry.MustRegister(stateBytesMetric) }
+
+// stateSizeCondition says how close the state is to what one Secret holds, from the state the
+// pass read (ok=false when it read none, e.g. while a Job runs: the last report stands).
+func stateSizeCondition(bytes int64) (metav1.ConditionStatus, string, string) {
+	pct := bytes * 100 / runresult.SecretDataLimit
+	size := fmt.Sprintf("The state is %.2f MiB compressed, %d%% of the 1 MiB one state Secret holds", float64(bytes)/(1<<20), pct)
+	if pct < nearLimitPercent {
+		return metav1.ConditionFalse, captfv1.StateSizeWithinLimitReason, size
+	}
+	return metav1.ConditionTrue, captfv1.StateNearSecretLimitReason, size + ": OpenTofu's kubernetes backend keeps the state " +
+		"in one Secret, so the apply that grows it past 1 MiB cannot save it and the object holds (StateTooLarge). " +
+		"Shrink what the module keeps in its state (fewer or smaller resource attributes) or split the module"
+}
+
+// setStateSize reports the state's size: status.stateBytes, StateNearSecretLimit and the
+// metric, from the state the pass read (none while a Job runs: the last report stands). After a
+// run that could not save a state too large for a Secret, the condition reports that state. A
+// deleted object's series goes with its finalizer.
+func setStateSize[T capi.Object](p *pass[T], set func(t string, s metav1.ConditionStatus, reason, msg string)) {
+	obj := p.scope.Object
+	labels := []string{obj.GetNamespace(), p.owner.Kind, obj.GetName()}
+	if p.decision.Finalize || p.decision.Retain {
+		stateBytesMetric.DeleteLabelValues(labels...)
+		return
+	}
+	if p.snap != nil {
+		n := p.snap.Bytes
+		p.status.StateBytes = &n
+		stateBytesMetric.WithLabelValues(labels...).Set(float64(n))
+		s, reason, msg := stateSizeCondition(n)
+		set(captfv1.StateNearSecretLimitCondition, s, reason, msg)
+	}
+	if reason, job := notPersisted(p.jobList, obj.GetAnnotations()[captfv1.StateRecoveredAnnotation]); reason == captfv1.StateTooLargeReason {
+		size, _ := strconv.ParseInt(job.Annotations[captfv1.StateNotPersistedAnnotation], 10, 64)
+		_, _, msg := stateSizeCondition(size)
+		set(captfv1.StateNearSecretLimitCondition, metav1.ConditionTrue, captfv1.StateNearSecretLimitReason,
+			"The state Job "+job.Name+" could not save is "+strings.TrimPrefix(msg, "The state is "))
+	}
 }

@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 )
@@ -45,6 +47,10 @@ func TestStateTooLargeHolds(t *testing.T) {
 	waitFor(t, tc, 30*time.Second, "the kept state in status.stateBackups", func(o *captfv1.TerraformCluster) bool {
 		return len(o.Status.StateBackups) > 0
 	})
+	waitFor(t, tc, 30*time.Second, "StateNearSecretLimit reports the unsaved state", func(o *captfv1.TerraformCluster) bool {
+		return hasCondition(o, captfv1.StateNearSecretLimitCondition, metav1.ConditionTrue, captfv1.StateNearSecretLimitReason)
+	})
+	g.Expect(conditions.GetMessage(tc, captfv1.StateNearSecretLimitCondition)).To(HavePrefix("The state Job " + first + " could not save is 1.5"))
 	pods := kubelet.Started()
 	// The retry backoff after a failure starts at a minute; the hold has no end at all. A
 	// changed input would be applied at once without it.
@@ -64,4 +70,53 @@ func TestStateTooLargeHolds(t *testing.T) {
 	out, err := run.CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), string(out))
 	g.Eventually(func() int { return len(jobsOf(t, ns, "TerraformCluster", "big")) }, time.Minute, 200*time.Millisecond).Should(Equal(2))
+}
+
+// TestStateNearSecretLimit: a cluster whose state takes most of a Secret applies, and warns
+// before the next growth fails: status.stateBytes, StateNearSecretLimit=True and the manager's
+// captf_state_bytes, whose series goes with the object.
+func TestStateNearSecretLimit(t *testing.T) {
+	g := NewWithT(t)
+	ns, _ := scenario(t)
+	tc := newTerraformCluster(t, ns, "near", func(tc *captfv1.TerraformCluster) {
+		tc.Spec.Variables = vars(map[string]any{"bulk_resources": 13})
+	})
+	waitFor(t, tc, 2*time.Minute, "applied and warned", func(o *captfv1.TerraformCluster) bool {
+		return hasCondition(o, captfv1.ApplyJobSucceededCondition, metav1.ConditionTrue, captfv1.ApplySucceededReason) &&
+			hasCondition(o, captfv1.StateNearSecretLimitCondition, metav1.ConditionTrue, captfv1.StateNearSecretLimitReason)
+	})
+	g.Expect(tc.Status.StateBytes).NotTo(BeNil())
+	g.Expect(*tc.Status.StateBytes).To(BeNumerically(">=", 3<<18), "75% of 1 MiB")
+	g.Expect(*tc.Status.StateBytes).To(BeNumerically("<", 1<<20))
+	g.Expect(conditions.GetMessage(tc, captfv1.StateNearSecretLimitCondition)).To(ContainSubstring("of the 1 MiB one state Secret holds"))
+	g.Eventually(func() float64 { return stateBytesSample(t, ns, "near") }).Should(BeNumerically("==", *tc.Status.StateBytes))
+
+	g.Expect(env.Client.Delete(context.Background(), tc)).To(Succeed())
+	gone(t, tc, 2*time.Minute)
+	g.Eventually(func() float64 { return stateBytesSample(t, ns, "near") }).Should(BeNumerically("==", -1))
+}
+
+// stateBytesSample reads captf_state_bytes of a TerraformCluster from the manager's registry
+// (the test runs the manager in-process); -1 when there is no such series.
+func stateBytesSample(t *testing.T, ns, name string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "captf_state_bytes" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if l["namespace"] == ns && l["kind"] == "TerraformCluster" && l["name"] == name {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
 }

@@ -21,7 +21,7 @@ var ownedConditions = []string{
 	captfv1.DependenciesReadyCondition, captfv1.ApplyJobSucceededCondition, captfv1.StateReadableCondition,
 	captfv1.OutputsValidCondition, captfv1.InfrastructureHealthyCondition, captfv1.DriftDetectedCondition,
 	captfv1.RestoreJobSucceededCondition, captfv1.DeletionBlockedCondition, captfv1.EndpointAvailableCondition,
-	captfv1.AutoscalingActiveCondition,
+	captfv1.AutoscalingActiveCondition, captfv1.StateNearSecretLimitCondition,
 }
 
 // updateStatus computes every condition from what the pass observed, then the Ready summary.
@@ -61,6 +61,7 @@ func updateStatus[T capi.Object](p *pass[T], mutable bool) {
 	if s, reason, msg, ok := restoreCondition(p); ok {
 		set(captfv1.RestoreJobSucceededCondition, s, reason, msg)
 	}
+	setStateSize(p, set)
 	if tc, ok := any(obj).(*captfv1.TerraformCluster); ok {
 		if len(p.dependents) > 0 {
 			msg := "Waiting for " + listSome(p.dependents, 5) + " to be destroyed first"
