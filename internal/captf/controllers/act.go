@@ -109,7 +109,7 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 		} else if err != nil {
 			return err
 		}
-		params.Restore = &jobs.Restore{Serial: b.Serial, Chunks: b.Chunks, Resources: b.Resources}
+		params.Restore = &jobs.Restore{Serial: b.Serial, Chunks: b.Chunks, Resources: b.Resources, Digest: b.Digest}
 		params.InputsHash = b.InputsHash
 	}
 	if d.Op == captfv1.OperationPlan || d.ExpectPlan != "" || d.Op == captfv1.OperationApply {

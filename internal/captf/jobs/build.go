@@ -136,6 +136,9 @@ type Restore struct {
 	Chunks []string
 	// Resources is the number of managed resources the backup counted (0 skips the check).
 	Resources int
+	// Digest is the hex SHA-256 of the chunks' data, as the manager verified it; the runner
+	// refuses chunks with another ("" skips the check).
+	Digest string
 }
 
 // Name is the Job's name (see Name).
@@ -348,6 +351,9 @@ func runnerArgs(p Params) []string {
 	}
 	if r := p.Restore; r != nil && p.Op == contract.OpRestore {
 		args = append(args, "--restore-chunks="+strconv.Itoa(len(r.Chunks)), "--restore-resources="+strconv.Itoa(r.Resources))
+		if r.Digest != "" {
+			args = append(args, "--restore-digest="+r.Digest)
+		}
 	}
 	return args
 }

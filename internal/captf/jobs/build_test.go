@@ -80,7 +80,7 @@ func params() map[string]Params {
 		}),
 		contract.OpRestore: with(contract.OpRestore, func(p *Params) {
 			p.Tick = "restore-7"
-			p.Restore = &Restore{Serial: 7, Resources: 3, Chunks: []string{
+			p.Restore = &Restore{Serial: 7, Resources: 3, Digest: "5ca1ab1e", Chunks: []string{
 				"captf-state-backup-0123456789abcdef-mp-7", "captf-state-backup-0123456789abcdef-mp-7-part-1",
 			}}
 		}),
@@ -278,7 +278,7 @@ func TestBuildOperationFlags(t *testing.T) {
 
 	restore := Build(ps[contract.OpRestore])
 	g.Expect(restore.Annotations).To(HaveKeyWithValue(captfv1.RestoreSerialAnnotation, "7"))
-	g.Expect(restore.Spec.Template.Spec.Containers[0].Args).To(ContainElements("--restore-chunks=2", "--restore-resources=3"))
+	g.Expect(restore.Spec.Template.Spec.Containers[0].Args).To(ContainElements("--restore-chunks=2", "--restore-resources=3", "--restore-digest=5ca1ab1e"))
 	config := restore.Spec.Template.Spec.Volumes[3]
 	g.Expect(config.Name).To(Equal("config"))
 	g.Expect(config.Projected.Sources).To(HaveLen(3))

@@ -145,6 +145,7 @@ type options struct {
 	planKeyFile      string
 	restoreChunks    int
 	restoreResources int
+	restoreDigest    string
 	resultFile       string
 	eventObject      string
 	jobName          string
@@ -207,6 +208,7 @@ document to --result-file. Exit codes: 0 success, 1 failure (the result's error.
 	f.StringVar(&o.planKeyFile, "plan-key-file", "", "file holding the plan key that keys the plan hash")
 	f.IntVar(&o.restoreChunks, "restore-chunks", 0, "restore: number of chunk files <config>/restore/<i>")
 	f.IntVar(&o.restoreResources, "restore-resources", 0, "restore: managed resources the backup counted (0 skips the check)")
+	f.StringVar(&o.restoreDigest, "restore-digest", "", "restore: hex SHA-256 the chunk files must have together, as the manager verified the backup")
 	f.StringVar(&o.resultFile, "result-file", contract.TerminationLog, "where to write the result document")
 	f.StringVar(&o.eventObject, "event-object", "", "post progress Events on this object: <apiVersion>/<kind>/<namespace>/<name>/<uid>")
 	f.StringVar(&o.jobName, "job-name", "", "the Job running this operation, named in progress Events")

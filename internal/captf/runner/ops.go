@@ -3,6 +3,8 @@ package runner
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -159,6 +161,9 @@ func (r *run) drift(ctx context.Context) *failure {
 // past the current one: the restored state gets a serial never seen before, with the backup's
 // lineage and contents.
 func (r *run) restoreOp(ctx context.Context) *failure {
+	if err := r.o.checkRestoreDigest(); err != nil {
+		return &failure{kind: runresult.KindStep, step: "prepare", summary: err.Error()}
+	}
 	if f := r.run1(ctx, "state-pull", func(ctx context.Context) error {
 		current, err := r.tf.StatePull(ctx)
 		if err != nil {
@@ -329,6 +334,26 @@ func destructiveEntries(s *runresult.PlanSummary) []string {
 		out = append(out, "...")
 	}
 	return out
+}
+
+// checkRestoreDigest checks that the projected chunk files are the backup the manager verified
+// (--restore-digest): the Secrets may have been replaced between its check and the Pod's start.
+func (o *options) checkRestoreDigest() error {
+	if o.restoreDigest == "" {
+		return nil
+	}
+	sum := sha256.New()
+	for i := range o.restoreChunks {
+		b, err := os.ReadFile(filepath.Join(o.config, contract.RestoreDir, strconv.Itoa(i)))
+		if err != nil {
+			return fmt.Errorf("runner: read restore chunk %d: %w", i, err)
+		}
+		sum.Write(b)
+	}
+	if got := hex.EncodeToString(sum.Sum(nil)); got != o.restoreDigest {
+		return fmt.Errorf("runner: the backup's chunks have digest %s, not the %s the manager verified: a backup Secret changed since; nothing was pushed", got, o.restoreDigest)
+	}
+	return nil
 }
 
 // sameLineage checks that the state file at path continues the history of current (a state as

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"os"
@@ -236,7 +238,9 @@ func TestRestore(t *testing.T) {
 	// Three chunks, split anywhere in the gzip stream, plus a stale tail that must be ignored.
 	third := len(backup) / 3
 	f.writeRestoreChunks(backup[:third], backup[third:2*third], append(append([]byte{}, backup[2*third:]...), empty...))
-	res := f.run(ctx, "restore", "--restore-chunks=3", "--restore-resources=4").ok(t)
+	chunks := append(append([]byte{}, backup...), empty...)
+	digest := sha256.Sum256(chunks)
+	res := f.run(ctx, "restore", "--restore-chunks=3", "--restore-resources=4", "--restore-digest="+hex.EncodeToString(digest[:])).ok(t)
 	g.Expect(res.stepNames()).To(Equal([]string{"init", "state-pull", "state-push", "state-list"}))
 	st := f.state(ctx)
 	g.Expect(st["lineage"]).To(Equal(lineage))
@@ -262,6 +266,16 @@ func TestRestore(t *testing.T) {
 	after := f.state(ctx)
 	g.Expect(after["lineage"]).To(Equal(before["lineage"]))
 	g.Expect(after["serial"]).To(Equal(before["serial"]))
+
+	// Chunks other than the backup the manager verified (a Secret replaced since) are refused
+	// before anything runs (issue 9).
+	f.writeRestoreChunks(backup)
+	sum := sha256.Sum256(backup)
+	other := f.run(ctx, "restore", "--restore-chunks=1", "--restore-digest="+hex.EncodeToString(sum[:])[:63]+"0")
+	g.Expect(other.res.Error).NotTo(BeNil())
+	g.Expect(other.res.Error.Summary).To(ContainSubstring("a backup Secret changed since; nothing was pushed"))
+	g.Expect(other.stepNames()).NotTo(ContainElement("state-push"))
+	g.Expect(f.state(ctx)["serial"]).To(Equal(after["serial"]))
 
 	// A missing chunk fails before any runtime step.
 	missing := f.run(ctx, "restore", "--restore-chunks=2")
