@@ -51,6 +51,24 @@ func TestStateTooLargeHolds(t *testing.T) {
 		return hasCondition(o, captfv1.StateNearSecretLimitCondition, metav1.ConditionTrue, captfv1.StateNearSecretLimitReason)
 	})
 	g.Expect(conditions.GetMessage(tc, captfv1.StateNearSecretLimitCondition)).To(HavePrefix("The state Job " + first + " could not save is 1.5"))
+	// The kept state comes out as docs/captf/state.md says.
+	set := regexp.MustCompile("captf-state-backup-[0-9a-f]{16}-c-[0-9]+").FindString(msg)
+	dir := t.TempDir()
+	extract := exec.Command("bash", "-euo", "pipefail", "-c", `set=`+set+`
+n=$(kubectl get secret -n `+ns+` "$set" -o jsonpath='{.metadata.annotations.captf\.io/state-backup-chunks}')
+for i in $(seq 0 $((n - 1))); do
+  s=$set; [ "$i" -gt 0 ] && s=$set-part-$i
+  kubectl get secret -n `+ns+` "$s" -o jsonpath='{.data.tfstate}' | base64 -d
+done | gunzip > errored.tfstate`)
+	extract.Dir = dir
+	extract.Env = append(os.Environ(), "KUBECONFIG="+env.KubeconfigPath, "PATH="+filepath.Join(env.Root, "bin")+":"+os.Getenv("PATH"))
+	out, err := extract.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	raw, err := os.ReadFile(filepath.Join(dir, "errored.tfstate"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(len(raw)).To(BeNumerically(">", 3<<20), "the whole state, 24 bulk resources")
+	g.Expect(string(raw)).To(ContainSubstring(`"type": "terraform_data"`))
+
 	pods := kubelet.Started()
 	// The retry backoff after a failure starts at a minute; the hold has no end at all. A
 	// changed input would be applied at once without it.
@@ -67,7 +85,7 @@ func TestStateTooLargeHolds(t *testing.T) {
 	g.Expect(command).To(HaveLen(2), msg)
 	run := exec.Command(filepath.Join(env.Root, "bin", "kubectl"), strings.Fields(command[1])[1:]...)
 	run.Env = append(os.Environ(), "KUBECONFIG="+env.KubeconfigPath)
-	out, err := run.CombinedOutput()
+	out, err = run.CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), string(out))
 	g.Eventually(func() int { return len(jobsOf(t, ns, "TerraformCluster", "big")) }, time.Minute, 200*time.Millisecond).Should(Equal(2))
 }
