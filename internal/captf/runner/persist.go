@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -168,6 +169,8 @@ func (r *run) keepErroredState(ctx context.Context, path string) (string, error)
 			Data: map[string][]byte{contract.BackendStateKey: data[:n]}})
 		data = data[n:]
 	}
+	// The backup carries the labels the state Secrets would (owner, cluster, clusterctl move).
+	secrets[0].Labels = cfg.labels
 	snap, err := state.Decode(secrets, cfg.suffix)
 	if err != nil {
 		return "", err
@@ -190,7 +193,11 @@ func (r *run) keepErroredState(ctx context.Context, path string) (string, error)
 type backendSettings struct {
 	namespace, suffix, configPath string
 	inCluster                     bool
+	labels                        map[string]string // the labels= HCL map of string keys and values
 }
+
+// hclPair is one "key"="value" entry of the HCL map the controller passes as labels=.
+var hclPair = regexp.MustCompile(`"([^"\\]*)"\s*=\s*"([^"\\]*)"`)
 
 func (o *options) backend() backendSettings {
 	var b backendSettings
@@ -205,6 +212,11 @@ func (o *options) backend() backendSettings {
 			b.configPath = v
 		case "in_cluster_config":
 			b.inCluster = v == "true"
+		case "labels":
+			b.labels = map[string]string{}
+			for _, m := range hclPair.FindAllStringSubmatch(v, -1) {
+				b.labels[m[1]] = m[2]
+			}
 		}
 	}
 	return b

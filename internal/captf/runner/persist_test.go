@@ -46,6 +46,7 @@ func TestStateTooLargeIsNotPersisted(t *testing.T) {
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "obj0"}}
 	must(t, env.Client.Create(ctx, owner))
 	o := f.run(ctx, "apply", "--job-name=tfc-obj0-apply-1",
+		`--backend-config=labels={"captf.io/managed"="true","clusterctl.cluster.x-k8s.io/move"="","captf.io/cluster-name"="c0"}`,
 		"--event-object=v1/ConfigMap/"+f.ns+"/obj0/"+string(owner.UID))
 	t.Logf("result: %s", o.raw)
 	g.Expect(o.code).To(Equal(1), o.log)
@@ -88,6 +89,7 @@ func TestStateTooLargeIsNotPersisted(t *testing.T) {
 		s := &corev1.Secret{}
 		must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, s))
 		g.Expect(s.OwnerReferences).To(ConsistOf(HaveField("UID", owner.UID)))
+		g.Expect(s.Labels).To(HaveKeyWithValue("captf.io/cluster-name", "c0"), "the backend's labels")
 		joined = append(joined, s.Data[contract.BackendStateKey]...)
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(joined))
