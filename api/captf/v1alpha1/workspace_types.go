@@ -368,7 +368,7 @@ type ChangeCounts struct {
 
 // RunError says what failed.
 type RunError struct {
-	// kind of failure: image-layout, step, interrupted, blocked, plan-changed, result.
+	// kind of failure: image-layout, step, interrupted, blocked, plan-changed, state-not-persisted, result.
 	// +kubebuilder:validation:MaxLength=32
 	Kind string `json:"kind"`
 	// step that failed (init, validate, plan, apply, ...).
