@@ -102,6 +102,7 @@ release-generate: build ## Regenerate goreleaser.yaml, completions/ and the comm
 .PHONY: release-snapshot
 release-snapshot: release-tools release-generate ## Every release artefact, locally: archives, krew manifests, images, clusterctl files, docs site.
 	bin/goreleaser check
+	go build -o bin/capx-sbom ./hack/sbom
 	bash hack/hugepages.sh bin/goreleaser release --snapshot --clean
 	go run ./hack/krewmanifests -dist dist $(BINARIES)
 	go run ./hack/releaseimages -dist dist -o dist/images -tofu bin/tofu \
@@ -133,4 +134,4 @@ quickstart-down: ## Remove everything the quickstart created.
 
 .PHONY: clean
 clean: ## Remove build outputs (the per-machine toolchain cache stays).
-	rm -rf dist _artifacts bin/manager bin/kubectl-captf bin/kubectl-capvco bin/capvco-gpucheck bin/vcosim
+	rm -rf dist _artifacts bin/manager bin/kubectl-captf bin/kubectl-capvco bin/capvco-gpucheck bin/vcosim bin/capx-sbom

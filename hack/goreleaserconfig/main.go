@@ -138,13 +138,13 @@ checksum:
   name_template: checksums.txt
   algorithm: sha256
 
-# An SPDX document per binary, from the module list the Go linker recorded in it (hack/sbom).
-# goreleaser runs the command in dist/ with a minimal environment.
+# An SPDX document per binary, from the module list the Go linker recorded in it: hack/sbom, which
+# make release-snapshot builds into bin/capx-sbom first. goreleaser runs it in dist/.
 sboms:
 - id: binaries
   artifacts: binary
-  cmd: go
-  args: [-C, .., run, ./hack/sbom, -dist, dist, $artifact, $document]
+  cmd: ../bin/capx-sbom
+  args: [$artifact, $document]
   documents:
   - '{{"{{"}} .Binary {{"}}"}}_v{{"{{"}} .Version {{"}}"}}_{{"{{"}} .Os {{"}}"}}_{{"{{"}} .Arch {{"}}"}}.spdx.json'
 

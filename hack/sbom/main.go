@@ -1,11 +1,13 @@
 // Command sbom writes an SPDX 2.3 JSON software bill of materials for a Go binary from the
 // module list the Go linker recorded in it (debug/buildinfo): the main module, every dependency
 // module with its version and go.sum hash, and the Go toolchain. goreleaser runs it for every
-// binary of a release (see goreleaser.yaml); no scanner has to be installed for that.
+// binary of a release (see goreleaser.yaml; make release-snapshot builds it into bin/capx-sbom);
+// no scanner has to be installed for that.
 //
 //	go run ./hack/sbom [-dist DIR] BINARY OUTPUT.spdx.json
 //
-// Relative paths are taken inside -dist (goreleaser passes paths relative to its dist folder).
+// Relative paths are taken inside -dist, when given (goreleaser runs it in its dist folder and
+// passes paths relative to it).
 package main
 
 import (
