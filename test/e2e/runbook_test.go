@@ -61,14 +61,15 @@ func TestCAPTFRunbook(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(m.WaitProvisioned(ctx, ns, name, 8*time.Minute)).To(Succeed())
 	})
-	defer step(t, "delete the cluster", func() {
+	// Deleting is TestCAPTFLifecycle's subject; here the Cluster is only asked to go, and the
+	// management cluster is taken down after the suites.
+	defer func() {
 		cl := &clusterv1.Cluster{}
 		cl.Namespace, cl.Name = ns, name
-		g.Expect(client.IgnoreNotFound(m.Client.Delete(ctx, cl))).To(Succeed())
-		eventually(t, 8*time.Minute, func(g Gomega) {
-			g.Expect(apierrors.IsNotFound(m.Client.Get(ctx, client.ObjectKeyFromObject(cl), cl))).To(BeTrue())
-		}, "the Cluster gone")
-	})
+		if err := m.Client.Delete(context.Background(), cl); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete Cluster %s/%s: %v", ns, name, err)
+		}
+	}()
 
 	tc := &captfv1.TerraformCluster{}
 	step(t, "status and logs", func() {

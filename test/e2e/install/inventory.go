@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	clusterctlconfig "sigs.k8s.io/cluster-api/cmd/clusterctl/config"
 	"sigs.k8s.io/yaml"
+
+	climove "github.com/capx-io/capx/internal/cli/move"
 )
 
 // InstallManifests installs Cluster API core and the providers from rendered components with
@@ -63,33 +64,15 @@ func (m *Management) InstallManifests(ctx context.Context, c *Components) error 
 		}
 	}
 	inventory, err := inventoryYAML(
-		inventoryObject(CoreProvider, clusterctlv1.CoreProviderType, CoreNamespace, c.CAPIVersion),
-		inventoryObject(Provider, clusterctlv1.InfrastructureProviderType, ProviderNamespace, c.ProviderVersion),
+		// Exactly as clusterctl init writes them (internal/cli/move, which kubectl captf and
+		// kubectl capvco move register-inventory write too).
+		*climove.Provider{Name: CoreProvider, Type: clusterctlv1.CoreProviderType, Namespace: CoreNamespace}.InventoryObject(c.CAPIVersion),
+		*climove.Provider{Name: Provider, Type: clusterctlv1.InfrastructureProviderType, Namespace: ProviderNamespace}.InventoryObject(c.ProviderVersion),
 	)
 	if err != nil {
 		return err
 	}
 	return m.Apply(ctx, "clusterctl inventory", inventory)
-}
-
-// inventoryObject is the Provider object clusterctl init writes for a provider.
-func inventoryObject(name string, typ clusterctlv1.ProviderType, namespace, version string) clusterctlv1.Provider {
-	label := clusterctlv1.ManifestLabel(name, typ)
-	return clusterctlv1.Provider{
-		TypeMeta: metav1.TypeMeta{APIVersion: clusterctlv1.GroupVersion.String(), Kind: "Provider"},
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: namespace,
-			Name:      label,
-			Labels: map[string]string{
-				clusterctlv1.ClusterctlLabel:     "",
-				clusterv1.ProviderNameLabel:      label,
-				clusterctlv1.ClusterctlCoreLabel: clusterctlv1.ClusterctlCoreLabelInventoryValue,
-			},
-		},
-		ProviderName: name,
-		Type:         string(typ),
-		Version:      version,
-	}
 }
 
 func inventoryYAML(providers ...clusterctlv1.Provider) ([]byte, error) {
