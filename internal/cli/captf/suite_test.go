@@ -24,7 +24,11 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, testenv.Options{ControllerManager: true}, &env))
+	code := testenv.Run(m, testenv.Options{ControllerManager: true}, &env)
+	if pluginDir != "" {
+		_ = os.RemoveAll(pluginDir)
+	}
+	os.Exit(code)
 }
 
 // moduleImages maps the module images the tests use to the offline test modules.
