@@ -54,4 +54,9 @@ if [[ ! -x $bin ]] || [[ -n $(find "$root/test" "$root/api" "$root/internal" "$r
   # Same flags as the images and the CAPI tools, so it reuses their compiled packages.
   (cd "$root" && CGO_ENABLED=0 go build -trimpath -o "$bin" ./test/e2e/cmd/quickstart)
 fi
+# The kubectl plugins the quickstart ends with (kubectl finds them on PATH, as after krew install).
+if [[ $cmd == up || $cmd == status ]]; then
+  log "building the kubectl plugins into bin/"
+  (cd "$root" && make --no-print-directory build BINARIES="kubectl-captf kubectl-capvco capvco-gpucheck")
+fi
 exec "$bin" "$@"

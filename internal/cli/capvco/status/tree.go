@@ -154,7 +154,8 @@ func writeTree(w io.Writer, st *cmdutil.Styles, cl Cluster) {
 			line += "  " + c.Reason
 		}
 		if c.Message != "" {
-			line += ": " + c.Message
+			// A summary condition's message has one line per condition; a tree row has one.
+			line += ": " + strings.ReplaceAll(strings.TrimSpace(c.Message), "\n", "; ")
 		}
 		conds.add("%s", line)
 	}

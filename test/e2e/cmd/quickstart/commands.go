@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -238,7 +239,30 @@ func runUp(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "\n$ clusterctl describe cluster %s -n %s\n%s", name, o.namespace, out)
 	}
+	if err := showPlugins(ctx, o, c, stdout); err != nil {
+		return fail(err)
+	}
 	printNext(stdout, o, c, kit, time.Since(st.start))
+	return nil
+}
+
+// showPlugins runs the operator plugins through the real kubectl, from PATH, as an operator
+// would after `krew install`: the CAPTF objects with their runs and state, then the CAPVCO
+// cloudspaces, load balancer and machines. hack/quickstart.sh builds them into bin/.
+func showPlugins(ctx context.Context, o *options, c *localcluster.Cluster, stdout io.Writer) error {
+	bin := filepath.Join(o.root, "bin")
+	for _, args := range [][]string{
+		{"captf", "status", captfSample, "-n", o.namespace},
+		{"capvco", "status", vcoSample, "-n", o.namespace},
+	} {
+		cmd := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, out)
+		}
+		fmt.Fprintf(stdout, "\n$ kubectl %s\n%s", strings.Join(args, " "), out)
+	}
 	return nil
 }
 
@@ -277,6 +301,11 @@ Try:
   export CLUSTERCTL_DISABLE_VERSIONCHECK=true
   bin/kubectl get clusters,terraformclusters,terraformmachines,terraformmachinepools,vcoclusters,vcomachines -n %[5]s
   bin/clusterctl describe cluster %[3]s -n %[5]s --show-conditions all --config %[6]s
+  export PATH=$PWD/bin:$PATH                          # the kubectl plugins, as krew would install them
+  kubectl captf status -A                             # CAPTF objects, runs, state serials, pending plans
+  kubectl captf plan list -A                          # plans waiting for approval (kubectl captf approve)
+  kubectl captf backups list %[2]s -n %[5]s          # state backups, restorable ones marked
+  kubectl capvco status %[3]s -n %[5]s                # cloudspaces, load balancer pool, VMs, vGPUs
   bin/kubectl get jobs -n %[5]s                       # one Job per OpenTofu run
   bin/clusterctl describe cluster %[2]s -n %[5]s --show-conditions all --config %[6]s
   bin/kubectl patch terraformcluster %[2]s -n %[5]s --type merge -p '{"spec":{"variables":{"failure_domains":["fd-a","fd-b","fd-c"]}}}'
@@ -343,5 +372,5 @@ func runStatus(ctx context.Context, o *options, stdout, stderr io.Writer) error 
 		}
 		fmt.Fprintf(stdout, "$ clusterctl describe cluster %s -n %s\n%s\n", name, o.namespace, out)
 	}
-	return nil
+	return showPlugins(ctx, o, c, stdout)
 }
