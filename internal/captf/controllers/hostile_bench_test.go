@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"runtime"
 	"strconv"
@@ -19,14 +18,11 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/captf/contract"
-	"github.com/capx-io/capx/internal/captf/inputs"
-	"github.com/capx-io/capx/internal/captf/jobs"
 	"github.com/capx-io/capx/internal/captf/state"
 	"github.com/capx-io/capx/internal/testenv"
 	"github.com/capx-io/capx/internal/testenv/mgrtest"
@@ -81,7 +77,7 @@ func BenchmarkHostileStates(b *testing.B) {
 	for range 8 {
 		wg.Go(func() {
 			for name := range names {
-				hostileMachine(b, base, hostile, ns, name)
+				appliedMachine(b, base, ns, name, hostile)
 			}
 		})
 	}
@@ -164,42 +160,6 @@ func hostileState(b *testing.B, gz []byte) []byte {
 		b.Fatalf("the hostile state must be one the engine accepts: %v", err)
 	}
 	return out.Bytes()
-}
-
-// hostileMachine is copyMachine with the hostile state as the machine's state.
-func hostileMachine(b *testing.B, base *corev1.Secret, hostile []byte, ns, name string) {
-	ctx := context.Background()
-	tm := benchMachine(b, ns, name, true)
-	owner, err := jobs.OwnerOf(tm, "prod")
-	if err != nil {
-		b.Fatal(err)
-	}
-	rendered := renderMachine(b, tm, owner)
-	if _, err := inputs.Ensure(ctx, env.Client, owner, rendered); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := inputs.MarkApplied(ctx, env.Client, owner); err != nil {
-		b.Fatal(err)
-	}
-	suffix := owner.StateSuffix()
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
-		Namespace: ns, Name: contract.StateSecretName(suffix),
-		Labels:      maps.Clone(base.Labels),
-		Annotations: map[string]string{captfv1.InputsHashAnnotation: rendered.Hash},
-	}, Type: base.Type}
-	maps.Copy(s.Labels, owner.MoveLabels())
-	s.Labels[contract.BackendSuffixLabel] = suffix
-	ref, err := state.OwnerReference(tm, env.Scheme)
-	if err != nil {
-		b.Fatal(err)
-	}
-	s.OwnerReferences = []metav1.OwnerReference{ref}
-	s.Data = map[string][]byte{contract.BackendStateKey: hostile}
-	create(b, s)
-	unpause := []byte(`{"metadata":{"annotations":{"` + clusterv1.PausedAnnotation + `":null}}}`)
-	if err := env.Client.Patch(ctx, tm, client.RawPatch("application/merge-patch+json", unpause)); err != nil {
-		b.Fatal(err)
-	}
 }
 
 // resetPeakRSS resets this process's VmHWM to its current RSS.

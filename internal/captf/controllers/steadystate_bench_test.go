@@ -167,12 +167,18 @@ func benchMachine(b *testing.B, ns, name string, paused bool) *captfv1.Terraform
 	return tm
 }
 
-// copyMachine makes machine name look applied: its Machine and TerraformMachine, its durable
-// inputs as the engine renders them, marked applied, and the template's state rewritten for the
-// machine (name, address, instance id, lineage) in the state Secret the backend would write,
-// adopted as the engine adopts an applied state. The TerraformMachine is paused until all that
-// exists, or the manager would find no state and apply it.
+// copyMachine makes machine name look applied with the template's state rewritten for the
+// machine (name, address, instance id, lineage).
 func copyMachine(b *testing.B, base *corev1.Secret, ns, name string) {
+	appliedMachine(b, base, ns, name, rewriteState(b, base.Data[contract.BackendStateKey], "m-000", name))
+}
+
+// appliedMachine makes machine name look applied: its Machine and TerraformMachine, its durable
+// inputs as the engine renders them, marked applied, and stateData in the state Secret the
+// backend would write (labels and type of base), adopted as the engine adopts an applied state.
+// The TerraformMachine is paused until all that exists, or the manager would find no state and
+// apply it.
+func appliedMachine(b *testing.B, base *corev1.Secret, ns, name string, stateData []byte) {
 	ctx := context.Background()
 	tm := benchMachine(b, ns, name, true)
 	owner, err := jobs.OwnerOf(tm, "prod")
@@ -200,7 +206,7 @@ func copyMachine(b *testing.B, base *corev1.Secret, ns, name string) {
 		b.Fatal(err)
 	}
 	s.OwnerReferences = []metav1.OwnerReference{ref}
-	s.Data = map[string][]byte{contract.BackendStateKey: rewriteState(b, base.Data[contract.BackendStateKey], "m-000", name)}
+	s.Data = map[string][]byte{contract.BackendStateKey: stateData}
 	create(b, s)
 	unpause := []byte(`{"metadata":{"annotations":{"` + clusterv1.PausedAnnotation + `":null}}}`)
 	if err := env.Client.Patch(ctx, tm, client.RawPatch("application/merge-patch+json", unpause)); err != nil {
