@@ -2,7 +2,7 @@
 # Builds the test toolchain from Go modules (nothing else can be downloaded on these machines) and
 # caches every binary per version in a per-user folder outside the clone, linked into bin/.
 #
-#   hack/toolchain.sh            the tools the default test run needs (envtest + tofu + controller-gen)
+#   hack/toolchain.sh            the tools the default test run needs (envtest, kubectl, clusterctl, tofu, controller-gen)
 #   hack/toolchain.sh all        everything, including the node parts and CAPI for e2e
 #   hack/toolchain.sh release    what `make release-snapshot` needs: goreleaser, krew and its manifest
 #                                validator, kubectl and clusterctl
@@ -21,7 +21,7 @@ mkdir -p "$cache/tools" "$cache/src" "$bin" "$bin/envtest"
 export GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
 
 kube_tools=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kube-proxy)
-default_tools=(etcd kube-apiserver kube-controller-manager tofu controller-gen capi-manager)
+default_tools=(etcd kube-apiserver kube-controller-manager kubectl tofu controller-gen capi-manager clusterctl)
 all_tools=(etcd "${kube_tools[@]}" tofu controller-gen clusterctl capi-manager)
 release_tools=(goreleaser krew validate-krew-manifest kubectl clusterctl tofu)
 

@@ -63,6 +63,10 @@ func TestClusterLifecycle(t *testing.T) {
 	waitFor(t, tc, 3*time.Minute, "provisioned with an endpoint", func(o *captfv1.TerraformCluster) bool {
 		return provisioned(o.Status.Initialization) && o.Spec.ControlPlaneEndpoint.IsValid()
 	})
+	// The backup of the applied serial is taken by the pass after the one that read the result.
+	waitFor(t, tc, 30*time.Second, "the applied serial backed up", func(o *captfv1.TerraformCluster) bool {
+		return len(o.Status.StateBackups) > 0
+	})
 	g.Expect(tc.Spec.ControlPlaneEndpoint.Host).To(Equal("10.0.0.10"))
 	g.Expect(tc.Annotations[captfv1.EndpointSourceAnnotation]).To(Equal("module"))
 	g.Expect(conditions.IsTrue(tc, captfv1.ReadyCondition)).To(BeTrue(), describe(tc))

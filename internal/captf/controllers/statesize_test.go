@@ -29,8 +29,9 @@ func TestStateTooLargeHolds(t *testing.T) {
 	tc := newTerraformCluster(t, ns, "big", func(tc *captfv1.TerraformCluster) {
 		tc.Spec.Variables = vars(map[string]any{"bulk_resources": 24})
 	})
-	waitFor(t, tc, 2*time.Minute, "held on the unsaved state", func(o *captfv1.TerraformCluster) bool {
-		return hasCondition(o, captfv1.ApplyJobSucceededCondition, metav1.ConditionFalse, captfv1.StateTooLargeReason)
+	waitFor(t, tc, 2*time.Minute, "held on the unsaved state, the run recorded", func(o *captfv1.TerraformCluster) bool {
+		return hasCondition(o, captfv1.ApplyJobSucceededCondition, metav1.ConditionFalse, captfv1.StateTooLargeReason) &&
+			o.Status.LastRun != nil
 	})
 	msg := conditions.GetMessage(tc, captfv1.ApplyJobSucceededCondition)
 	g.Expect(msg).To(ContainSubstring("could not save its state"))
