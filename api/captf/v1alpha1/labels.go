@@ -66,4 +66,10 @@ const (
 	// state could not be saved, says that state was dealt with (recovered, or its resources
 	// removed): runs start again.
 	StateRecoveredAnnotation = "captf.io/state-recovered"
+	// StateNotPersistedHoldAnnotation on a CAPTF object is the manager's copy of a hold on a
+	// state that could not be saved (JSON: the Job, its operation, the compressed size, the kept
+	// backup set, when it was recorded). It moves with the object, so the hold outlives the Job:
+	// after `clusterctl move` (Jobs do not move) or a deleted Job, nothing runs until
+	// StateRecoveredAnnotation names that Job or a newer run (a restore) replaced the state.
+	StateNotPersistedHoldAnnotation = "captf.io/state-not-persisted-hold"
 )

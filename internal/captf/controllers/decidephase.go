@@ -57,7 +57,8 @@ func (r *provider[T]) decide(ctx context.Context, p *pass[T]) error {
 		}
 	}
 	in.Restore = r.restoreRequest(p)
-	in.NotPersisted, _ = notPersisted(p.jobList, p.scope.Object.GetAnnotations()[captfv1.StateRecoveredAnnotation])
+	syncHold(p.scope.Object, p.jobList)
+	in.NotPersisted, _ = notPersisted(p.jobList, p.scope.Object.GetAnnotations())
 	if in.InputsHash != "" {
 		plan, err := r.currentPlan(ctx, p, in.InputsHash)
 		if err != nil {

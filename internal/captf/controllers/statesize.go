@@ -1,9 +1,12 @@
 package controllers
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	batchv1 "k8s.io/api/batch/v1"
@@ -37,29 +40,110 @@ const erroredBackupAnnotation = "captf.io/errored-state-backup"
 
 // notPersisted finds the newest recorded Job that writes state (every operation but plan); when
 // it could not save its state and the object's captf.io/state-recovered does not name it, it
-// returns the hold's reason and the Job.
-func notPersisted(list []batchv1.Job, recovered string) (string, *batchv1.Job) {
+// returns the hold's reason and the Job. A hold recorded on the object (its
+// captf.io/state-not-persisted-hold) whose Job is gone holds as well, unless a state-writing Job
+// recorded after it replaced the state: the Job of a hold stands in for the missing one.
+func notPersisted(list []batchv1.Job, annotations map[string]string) (string, *batchv1.Job) {
+	recovered := annotations[captfv1.StateRecoveredAnnotation]
+	held, hasHold := decodeHold(annotations[captfv1.StateNotPersistedHoldAnnotation])
 	for i := range list { // newest first
 		j := &list[i]
 		if j.Annotations[captfv1.BookkeptAnnotation] == "" || j.Labels[captfv1.OperationLabel] == string(captfv1.OperationPlan) {
 			continue
 		}
+		if hasHold && j.Name != held.Name && j.CreationTimestamp.Time.Before(held.CreationTimestamp.Time) {
+			break // older than the held run, whose Job is gone: the hold decides
+		}
 		v, ok := j.Annotations[captfv1.StateNotPersistedAnnotation]
 		if !ok || j.Name == recovered {
 			return "", nil
 		}
-		if n, _ := strconv.ParseInt(v, 10, 64); n > runresult.SecretDataLimit {
-			return captfv1.StateTooLargeReason, j
-		}
-		return captfv1.StateNotPersistedReason, j
+		return holdReason(v), j
 	}
-	return "", nil
+	if !hasHold || held.Name == recovered {
+		return "", nil
+	}
+	return holdReason(held.Annotations[captfv1.StateNotPersistedAnnotation]), held
+}
+
+// holdReason tells a state too large for a Secret from one the backend refused otherwise.
+func holdReason(compressedBytes string) string {
+	if n, _ := strconv.ParseInt(compressedBytes, 10, 64); n > runresult.SecretDataLimit {
+		return captfv1.StateTooLargeReason
+	}
+	return captfv1.StateNotPersistedReason
+}
+
+// hold is the object's copy of a held run (captf.io/state-not-persisted-hold).
+type hold struct {
+	Job        string    `json:"job"`
+	Operation  string    `json:"operation"`
+	Bytes      int64     `json:"compressedBytes"`
+	KeptBackup string    `json:"keptBackup,omitempty"`
+	Recorded   time.Time `json:"recorded"`
+}
+
+// encodeHold is the annotation value for the held Job j.
+func encodeHold(j *batchv1.Job) string {
+	n, _ := strconv.ParseInt(j.Annotations[captfv1.StateNotPersistedAnnotation], 10, 64)
+	b, _ := json.Marshal(hold{Job: j.Name, Operation: j.Labels[captfv1.OperationLabel], Bytes: n,
+		KeptBackup: j.Annotations[erroredBackupAnnotation], Recorded: j.CreationTimestamp.UTC()})
+	return string(b)
+}
+
+// decodeHold turns the annotation back into the Job it stands for; an unreadable value holds
+// nothing (it is rewritten from the Job while that exists).
+func decodeHold(v string) (*batchv1.Job, bool) {
+	var h hold
+	if v == "" || json.Unmarshal([]byte(v), &h) != nil || h.Job == "" {
+		return nil, false
+	}
+	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{
+		Name:              h.Job,
+		CreationTimestamp: metav1.NewTime(h.Recorded),
+		Labels:            map[string]string{captfv1.OperationLabel: h.Operation},
+		Annotations: map[string]string{
+			captfv1.BookkeptAnnotation:          string(captfv1.RunFailed),
+			captfv1.StateNotPersistedAnnotation: strconv.FormatInt(h.Bytes, 10),
+		},
+	}}
+	if h.KeptBackup != "" {
+		j.Annotations[erroredBackupAnnotation] = h.KeptBackup
+	}
+	return j, true
+}
+
+// syncHold keeps the object's copy of the hold in step with the Jobs: written while a held Job
+// exists, removed once nothing holds. The object's patch at the end of the pass saves it.
+func syncHold(obj interface {
+	GetAnnotations() map[string]string
+	SetAnnotations(map[string]string)
+}, list []batchv1.Job) {
+	annotations := obj.GetAnnotations()
+	_, job := notPersisted(list, annotations)
+	want := ""
+	if job != nil {
+		want = encodeHold(job)
+	}
+	if annotations[captfv1.StateNotPersistedHoldAnnotation] == want {
+		return
+	}
+	annotations = maps.Clone(annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	if want == "" {
+		delete(annotations, captfv1.StateNotPersistedHoldAnnotation)
+	} else {
+		annotations[captfv1.StateNotPersistedHoldAnnotation] = want
+	}
+	obj.SetAnnotations(annotations)
 }
 
 // notPersistedMessage says what happened and what the operator does about it.
 func notPersistedMessage[T capi.Object](p *pass[T]) string {
 	obj := p.scope.Object
-	reason, job := notPersisted(p.jobList, obj.GetAnnotations()[captfv1.StateRecoveredAnnotation])
+	reason, job := notPersisted(p.jobList, obj.GetAnnotations())
 	if job == nil {
 		return ""
 	}
@@ -136,7 +220,7 @@ func setStateSize[T capi.Object](p *pass[T], set func(t string, s metav1.Conditi
 		s, reason, msg := stateSizeCondition(n)
 		set(captfv1.StateNearSecretLimitCondition, s, reason, msg)
 	}
-	if reason, job := notPersisted(p.jobList, obj.GetAnnotations()[captfv1.StateRecoveredAnnotation]); reason == captfv1.StateTooLargeReason {
+	if reason, job := notPersisted(p.jobList, obj.GetAnnotations()); reason == captfv1.StateTooLargeReason {
 		size, _ := strconv.ParseInt(job.Annotations[captfv1.StateNotPersistedAnnotation], 10, 64)
 		_, _, msg := stateSizeCondition(size)
 		set(captfv1.StateNearSecretLimitCondition, metav1.ConditionTrue, captfv1.StateNearSecretLimitReason,
