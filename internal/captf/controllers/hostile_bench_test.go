@@ -5,26 +5,21 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/state"
-	"github.com/capx-io/capx/internal/testenv"
 	"github.com/capx-io/capx/internal/testenv/mgrtest"
 )
 
@@ -45,60 +40,21 @@ const managerMemoryLimit = 512 << 20
 func BenchmarkHostileStates(b *testing.B) {
 	g := NewWithT(b)
 	ctx := context.Background()
-	n := 500
-	if v, err := strconv.Atoi(os.Getenv("CAPX_BENCH_MACHINES")); err == nil && v > 0 {
-		n = v
-	}
+	n := benchFleetSize()
 	env.StartKubelet(b, moduleImages)
 	mgrtest.Start(b, env, "--providers=captf", "--drift-interval=0")
 	ns := env.NewNamespace(b)
 
-	cluster := testenv.Cluster(ns, "prod", "TerraformCluster", "prod")
-	create(b, cluster)
-	tc := testenv.TerraformCluster(ns, "prod", "prod", clusterImage)
-	ownedBy(tc, cluster, "Cluster")
-	create(b, tc)
-	create(b, testenv.BootstrapSecret(ns, "workers-bootstrap", "prod", "#cloud-config\n"))
-	template := benchMachine(b, ns, "m-000", false)
-	mgrtest.WaitFor(b, env, template, 3*time.Minute, "provisioned", func(o *captfv1.TerraformMachine) bool {
-		return provisioned(o.Status.Initialization)
-	})
-	base := &corev1.Secret{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: contract.StateSecretName(
-		contract.StateSuffix(ns, contract.KindMachine, "m-000"))}, base)).To(Succeed())
+	tc, base := benchTemplate(b, ns)
 	hostile := hostileState(b, base.Data[contract.BackendStateKey])
 	b.Logf("hostile state: %d KiB of gzip", len(hostile)>>10)
 
 	runtime.GC()
 	resetPeakRSS(b)
 	start := time.Now()
-	names := make(chan string)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for name := range names {
-				appliedMachine(b, base, ns, name, hostile)
-			}
-		})
-	}
-	for i := 1; i < n; i++ {
-		names <- fmt.Sprintf("m-%03d", i)
-	}
-	close(names)
-	wg.Wait()
-	g.Eventually(func() int {
-		list := &captfv1.TerraformMachineList{}
-		if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
-			return -1
-		}
-		ready := 0
-		for i := range list.Items {
-			if conditions.IsTrue(&list.Items[i], captfv1.ReadyCondition) && len(list.Items[i].Status.StateBackups) > 0 {
-				ready++
-			}
-		}
-		return ready
-	}, 15*time.Minute, time.Second).Should(Equal(n), "every machine read its state, backed it up and is Ready")
+	benchFleet(n, func(name string) { appliedMachine(b, base, ns, name, hostile) })
+	g.Eventually(func() int { return fleetReady(ns) }, 15*time.Minute, time.Second).
+		Should(Equal(n), "every machine read its state, backed it up and is Ready")
 	b.Logf("%d machines with hostile states Ready after %s; peak RSS so far %d MiB", n, time.Since(start).Round(time.Second), peakRSS(b)>>20)
 
 	reconciles := reconcileTotal(b)

@@ -60,10 +60,7 @@ import (
 func BenchmarkSteadyState(b *testing.B) {
 	g := NewWithT(b)
 	ctx := context.Background()
-	n := 500
-	if v, err := strconv.Atoi(os.Getenv("CAPX_BENCH_MACHINES")); err == nil && v > 0 {
-		n = v
-	}
+	n := benchFleetSize()
 	env.StartKubelet(b, moduleImages)
 	writes := &writeCounter{}
 	cfg := rest.CopyConfig(env.Config)
@@ -71,53 +68,14 @@ func BenchmarkSteadyState(b *testing.B) {
 	mgrtest.Start(b, &testenv.Env{Config: cfg}, "--providers=captf", "--drift-interval=0")
 	ns := env.NewNamespace(b)
 
-	// The real part: a cluster and one machine, applied by Jobs.
-	cluster := testenv.Cluster(ns, "prod", "TerraformCluster", "prod")
-	create(b, cluster)
-	tc := testenv.TerraformCluster(ns, "prod", "prod", clusterImage)
-	ownedBy(tc, cluster, "Cluster")
-	create(b, tc)
-	create(b, testenv.BootstrapSecret(ns, "workers-bootstrap", "prod", "#cloud-config\n"))
-	template := benchMachine(b, ns, "m-000", false)
-	mgrtest.WaitFor(b, env, template, 3*time.Minute, "provisioned", func(o *captfv1.TerraformMachine) bool {
-		return provisioned(o.Status.Initialization)
-	})
-
-	// The copies.
-	base := &corev1.Secret{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: contract.StateSecretName(
-		contract.StateSuffix(ns, contract.KindMachine, "m-000"))}, base)).To(Succeed())
+	// The real part: a cluster and one machine, applied by Jobs; then the copies.
+	tc, base := benchTemplate(b, ns)
 	start := time.Now()
-	names := make(chan string)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for name := range names {
-				copyMachine(b, base, ns, name)
-			}
-		})
-	}
-	for i := 1; i < n; i++ {
-		names <- fmt.Sprintf("m-%03d", i)
-	}
-	close(names)
-	wg.Wait()
+	benchFleet(n, func(name string) { copyMachine(b, base, ns, name) })
 	b.Logf("created %d machines from the template in %s", n-1, time.Since(start).Round(time.Millisecond))
 
 	// Wait until every machine is Ready and the manager has stopped writing.
-	g.Eventually(func() int {
-		list := &captfv1.TerraformMachineList{}
-		if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
-			return -1
-		}
-		ready := 0
-		for i := range list.Items {
-			if conditions.IsTrue(&list.Items[i], captfv1.ReadyCondition) && len(list.Items[i].Status.StateBackups) > 0 {
-				ready++
-			}
-		}
-		return ready
-	}, 10*time.Minute, time.Second).Should(Equal(n), "every machine Ready")
+	g.Eventually(func() int { return fleetReady(ns) }, 10*time.Minute, time.Second).Should(Equal(n), "every machine Ready")
 	b.Logf("all %d machines Ready after %s, %d manager writes", n, time.Since(start).Round(time.Millisecond), writes.count())
 	g.Eventually(func() bool { before := writes.count(); time.Sleep(3 * time.Second); return writes.count() == before },
 		2*time.Minute).Should(BeTrue(), "the manager stops writing once every machine is Ready")
@@ -165,6 +123,69 @@ func benchMachine(b *testing.B, ns, name string, paused bool) *captfv1.Terraform
 	}
 	create(b, tm)
 	return tm
+}
+
+// benchFleetSize is the number of machines of a fleet benchmark: CAPX_BENCH_MACHINES, default 500.
+func benchFleetSize() int {
+	if v, err := strconv.Atoi(os.Getenv("CAPX_BENCH_MACHINES")); err == nil && v > 0 {
+		return v
+	}
+	return 500
+}
+
+// benchTemplate applies the cluster prod and its machine m-000 in ns by real Jobs, and returns
+// the TerraformCluster and the machine's state Secret, the template of a fleet's copies.
+func benchTemplate(b *testing.B, ns string) (*captfv1.TerraformCluster, *corev1.Secret) {
+	cluster := testenv.Cluster(ns, "prod", "TerraformCluster", "prod")
+	create(b, cluster)
+	tc := testenv.TerraformCluster(ns, "prod", "prod", clusterImage)
+	ownedBy(tc, cluster, "Cluster")
+	create(b, tc)
+	create(b, testenv.BootstrapSecret(ns, "workers-bootstrap", "prod", "#cloud-config\n"))
+	template := benchMachine(b, ns, "m-000", false)
+	mgrtest.WaitFor(b, env, template, 3*time.Minute, "provisioned", func(o *captfv1.TerraformMachine) bool {
+		return provisioned(o.Status.Initialization)
+	})
+	base := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: ns, Name: contract.StateSecretName(contract.StateSuffix(ns, contract.KindMachine, "m-000"))}
+	if err := env.Client.Get(context.Background(), key, base); err != nil {
+		b.Fatal(err)
+	}
+	return tc, base
+}
+
+// benchFleet makes the machines m-001 to m-<n-1> with makeOne, eight at a time.
+func benchFleet(n int, makeOne func(name string)) {
+	names := make(chan string)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for name := range names {
+				makeOne(name)
+			}
+		})
+	}
+	for i := 1; i < n; i++ {
+		names <- fmt.Sprintf("m-%03d", i)
+	}
+	close(names)
+	wg.Wait()
+}
+
+// fleetReady counts the TerraformMachines of ns that are Ready with their state backed up (-1
+// when the list fails).
+func fleetReady(ns string) int {
+	list := &captfv1.TerraformMachineList{}
+	if err := env.Client.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+		return -1
+	}
+	ready := 0
+	for i := range list.Items {
+		if conditions.IsTrue(&list.Items[i], captfv1.ReadyCondition) && len(list.Items[i].Status.StateBackups) > 0 {
+			ready++
+		}
+	}
+	return ready
 }
 
 // copyMachine makes machine name look applied with the template's state rewritten for the
