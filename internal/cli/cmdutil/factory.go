@@ -150,3 +150,13 @@ func (d Deps) Connect() (client.WithWatch, string, error) {
 	}
 	return c, ns, nil
 }
+
+// ConnectScope is Connect for a command that lists: the namespace to list in, or "" for every
+// namespace when all (-A) is set, in which case the kubeconfig's namespace is not read.
+func (d Deps) ConnectScope(all bool) (client.WithWatch, string, error) {
+	if !all {
+		return d.Connect()
+	}
+	c, err := d.Client()
+	return c, "", err
+}

@@ -79,15 +79,9 @@ Exit codes: 0 shown (whatever the objects' state), 2 an error, 3 bad usage.`,
 }
 
 func run(ctx context.Context, opts *Options) error {
-	c, err := opts.Client()
+	c, ns, err := opts.ConnectScope(opts.AllNamespaces)
 	if err != nil {
 		return err
-	}
-	ns := ""
-	if !opts.AllNamespaces {
-		if ns, err = opts.Namespace(); err != nil {
-			return err
-		}
 	}
 	s, err := Gather(ctx, c, ns, opts.Cluster)
 	if err != nil {

@@ -28,11 +28,8 @@ import (
 
 // Options are the command's inputs.
 type Options struct {
-	IO            *cmdutil.IOStreams
+	cmdutil.Deps
 	Styles        *cmdutil.Styles
-	Name          string
-	Client        func() (client.WithWatch, error)
-	Namespace     func() (string, error)
 	Cluster       string
 	AllNamespaces bool
 	// Compare are kubeconfigs of other management clusters whose VCOClusters are checked for
@@ -45,7 +42,7 @@ type Options struct {
 
 // NewCmd is `kubectl capvco adoption`.
 func NewCmd(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IO, Name: f.Name, Client: f.Client, Namespace: f.Namespace, CompareClient: move.TargetClient}
+	opts := &Options{Deps: f.Deps(), CompareClient: move.TargetClient}
 	cmd := &cobra.Command{
 		Use:   "adoption [CLUSTER]",
 		Short: "Report adopted cloudspaces and adoption incidents (a live cloudspace adopted, two VCOClusters on one cloudspace)",
@@ -127,15 +124,9 @@ const (
 )
 
 func run(ctx context.Context, o *Options) error {
-	c, err := o.Client()
+	c, ns, err := o.ConnectScope(o.AllNamespaces)
 	if err != nil {
 		return err
-	}
-	ns := ""
-	if !o.AllNamespaces {
-		if ns, err = o.Namespace(); err != nil {
-			return err
-		}
 	}
 	rep := Report{TypeMeta: cmdutil.Meta("CAPVCOAdoption"), Sites: []Site{}, Incidents: []Incident{}}
 	// Sharing is checked against every VCOCluster visible, not only the ones reported.

@@ -21,10 +21,8 @@ import (
 
 // Options are the command's inputs.
 type Options struct {
-	IO            *cmdutil.IOStreams
+	cmdutil.Deps
 	Styles        *cmdutil.Styles
-	Client        func() (client.WithWatch, error)
-	Namespace     func() (string, error)
 	Cluster       string
 	AllNamespaces bool
 	Output        cmdutil.Format
@@ -32,7 +30,7 @@ type Options struct {
 
 // NewCmd is `kubectl capvco status`.
 func NewCmd(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IO, Client: f.Client, Namespace: f.Namespace}
+	opts := &Options{Deps: f.Deps()}
 	cmd := &cobra.Command{
 		Use:   "status [CLUSTER]",
 		Short: "Show a cluster's cloudspaces, endpoint, load balancer, DNS and machines as a tree",
@@ -149,15 +147,9 @@ type Machine struct {
 }
 
 func run(ctx context.Context, o *Options) error {
-	c, err := o.Client()
+	c, ns, err := o.ConnectScope(o.AllNamespaces)
 	if err != nil {
 		return err
-	}
-	ns := ""
-	if !o.AllNamespaces {
-		if ns, err = o.Namespace(); err != nil {
-			return err
-		}
 	}
 	var vcs capvcov1.VCOClusterList
 	if err := c.List(ctx, &vcs, client.InNamespace(ns)); err != nil {

@@ -76,15 +76,9 @@ type Item struct {
 }
 
 func run(ctx context.Context, opts *Options) error {
-	c, err := opts.Client()
+	c, ns, err := opts.ConnectScope(opts.AllNamespaces)
 	if err != nil {
 		return err
-	}
-	ns := ""
-	if !opts.AllNamespaces {
-		if ns, err = opts.Namespace(); err != nil {
-			return err
-		}
 	}
 	var lo []client.ListOption
 	if opts.Destructive {
