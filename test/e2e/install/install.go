@@ -107,7 +107,8 @@ func (m *Management) Kubectl(ctx context.Context, stdin []byte, args ...string) 
 }
 
 // Apply applies a manifest server-side (CRDs are too large for the client-side annotation). A
-// webhook that does not answer yet (its manager starting or restarting) is retried for a minute.
+// webhook that does not answer yet (its manager starting, or restarted after a liveness probe
+// timed out on a loaded 2-core machine, which takes over a minute) is retried for three minutes.
 func (m *Management) Apply(ctx context.Context, what string, manifest []byte) error {
 	start := time.Now()
 	for {
@@ -115,7 +116,7 @@ func (m *Management) Apply(ctx context.Context, what string, manifest []byte) er
 		if err == nil {
 			break
 		}
-		if !strings.Contains(err.Error(), "failed calling webhook") || time.Since(start) > time.Minute {
+		if !strings.Contains(err.Error(), "failed calling webhook") || time.Since(start) > 3*time.Minute {
 			return fmt.Errorf("apply %s: %w", what, err)
 		}
 		m.logf("apply %s: a webhook does not answer yet; retrying", what)
