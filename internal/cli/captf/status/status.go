@@ -25,8 +25,7 @@ type Options struct {
 	Styles *cmdutil.Styles
 	Now    func() time.Time
 
-	Cluster        string
-	AllNamespaces  bool
+	cmdutil.ClusterScope
 	ShowConditions string
 	Grouping       bool
 	Output         cmdutil.Format
@@ -53,11 +52,8 @@ Exit codes: 0 shown (whatever the objects' state), 2 an error, 3 bad usage.`,
 		Args:              cmdutil.MaximumNArgs(1),
 		ValidArgsFunction: cmdutil.CompleteNames(f, 1, &clusterv1.ClusterList{}),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				opts.Cluster = args[0]
-			}
-			if opts.AllNamespaces && opts.Cluster != "" {
-				return cmdutil.Usagef("CLUSTER and --all-namespaces exclude each other")
+			if err := opts.Parse(args); err != nil {
+				return err
 			}
 			if sc := opts.ShowConditions; sc != "" && !strings.EqualFold(sc, "all") && objects.ParseKind(sc) == "" {
 				return cmdutil.Usagef("--show-conditions %q: use all or a kind (TerraformCluster, TerraformMachinePool, TerraformMachine, or tfc, tfmp, tfm)", sc)
@@ -69,7 +65,7 @@ Exit codes: 0 shown (whatever the objects' state), 2 an error, 3 bad usage.`,
 			return run(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().BoolVarP(&opts.AllNamespaces, "all-namespaces", "A", false, "Show the clusters of every namespace.")
+	opts.AddFlags(cmd, "Show the clusters of every namespace.")
 	cmd.Flags().StringVar(&opts.ShowConditions, "show-conditions", "", "List every condition of all objects (all) or of one kind (TerraformMachine, tfm, ...).")
 	cmd.Flags().BoolVar(&opts.Grouping, "grouping", true, "Group TerraformMachines in the same state into one row.")
 	_ = cmd.RegisterFlagCompletionFunc("show-conditions", cobra.FixedCompletions(

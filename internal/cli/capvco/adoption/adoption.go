@@ -29,9 +29,8 @@ import (
 // Options are the command's inputs.
 type Options struct {
 	cmdutil.Deps
-	Styles        *cmdutil.Styles
-	Cluster       string
-	AllNamespaces bool
+	Styles *cmdutil.Styles
+	cmdutil.ClusterScope
 	// Compare are kubeconfigs of other management clusters whose VCOClusters are checked for
 	// the same cloudspaces.
 	Compare []string
@@ -65,11 +64,8 @@ Exit codes: 0 no incident, 1 an incident, 2 an error, 3 bad usage.`,
 		Args:              cmdutil.MaximumNArgs(1),
 		ValidArgsFunction: cmdutil.CompleteNames(f, 1, &clusterv1.ClusterList{}),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				opts.Cluster = args[0]
-			}
-			if opts.AllNamespaces && opts.Cluster != "" {
-				return cmdutil.Usagef("CLUSTER and --all-namespaces exclude each other")
+			if err := opts.Parse(args); err != nil {
+				return err
 			}
 			opts.Styles = f.Styles()
 			if runF != nil {
@@ -78,7 +74,7 @@ Exit codes: 0 no incident, 1 an incident, 2 an error, 3 bad usage.`,
 			return run(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().BoolVarP(&opts.AllNamespaces, "all-namespaces", "A", false, "Report the clusters of every namespace.")
+	opts.AddFlags(cmd, "Report the clusters of every namespace.")
 	cmd.Flags().StringSliceVar(&opts.Compare, "compare-kubeconfig", nil, "Kubeconfig of another management cluster to look for VCOClusters on the same cloudspaces (repeatable).")
 	_ = cmd.MarkFlagFilename("compare-kubeconfig")
 	cmdutil.AddOutputFlag(cmd, &opts.Output)

@@ -22,10 +22,9 @@ import (
 // Options are the command's inputs.
 type Options struct {
 	cmdutil.Deps
-	Styles        *cmdutil.Styles
-	Cluster       string
-	AllNamespaces bool
-	Output        cmdutil.Format
+	Styles *cmdutil.Styles
+	cmdutil.ClusterScope
+	Output cmdutil.Format
 }
 
 // NewCmd is `kubectl capvco status`.
@@ -50,11 +49,8 @@ Exit codes: 0 shown (whatever the objects' state), 2 an error, 3 bad usage.`,
 		Args:              cmdutil.MaximumNArgs(1),
 		ValidArgsFunction: cmdutil.CompleteNames(f, 1, &clusterv1.ClusterList{}),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				opts.Cluster = args[0]
-			}
-			if opts.AllNamespaces && opts.Cluster != "" {
-				return cmdutil.Usagef("CLUSTER and --all-namespaces exclude each other")
+			if err := opts.Parse(args); err != nil {
+				return err
 			}
 			opts.Styles = f.Styles()
 			if runF != nil {
@@ -63,7 +59,7 @@ Exit codes: 0 shown (whatever the objects' state), 2 an error, 3 bad usage.`,
 			return run(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().BoolVarP(&opts.AllNamespaces, "all-namespaces", "A", false, "Show the clusters of every namespace.")
+	opts.AddFlags(cmd, "Show the clusters of every namespace.")
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
