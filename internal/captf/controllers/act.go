@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/decide"
 	"github.com/capx-io/capx/internal/captf/inputs"
 	"github.com/capx-io/capx/internal/captf/jobs"
@@ -89,9 +88,6 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 	}
 	if d.Op == captfv1.OperationApply {
 		hash := rendered.Hash
-		if p.owner.Kind == contract.KindMachinePool {
-			hash = rendered.ApprovalHash
-		}
 		params.Guard = &jobs.Guard{Hash: hash}
 		if d.ExpectPlan != "" {
 			params.Guard.AllowDeletesHash = hash

@@ -13,35 +13,28 @@ import (
 // HashPrefix marks the version of the inputs hash: h2 is sha256 over canonical JSON.
 const HashPrefix = "h2:"
 
-// Hashes returns the inputs hash and the approval hash of a rendered terraform.tfvars.json.
+// Hash returns the inputs hash of a rendered terraform.tfvars.json: HashPrefix and the hex
+// sha256 of the canonical JSON (keys sorted, no HTML escaping, numbers as written) of exactly
+// the values the run receives. Nothing else enters it: no UID, generation, label or annotation
+// is rendered, so clusterctl move, label edits and the controller's own spec write-backs never
+// look like a change that needs an apply. It is computed from the rendered bytes, not from what
+// they were rendered from, so the durable copy of an earlier run hashes the same after a
+// restart or a move.
 //
-// The inputs hash is HashPrefix and the hex sha256 of the canonical JSON (keys sorted, no HTML
-// escaping, numbers as written) of exactly the values the run receives. Nothing else enters
-// it: no UID, generation, label or annotation is rendered, so clusterctl move, label edits and
-// the controller's own spec write-backs never look like a change that needs an apply. It is
-// computed from the rendered bytes, not from what they were rendered from, so the durable copy
-// of an earlier run hashes the same after a restart or a move.
-//
-// Two values are left out. A machine pool's replicas while its autoscaling is enabled: an
-// autoscaler outside Cluster API owns the count then, and each of its moves would otherwise
-// start an apply. And, from the approval hash only, bootstrap_data: pools re-render it on
-// every bootstrap token rotation, which must not invalidate an approval.
-func Hashes(role contract.Role, tfvars []byte) (inputsHash, approvalHash string, err error) {
+// One value is left out: a machine pool's replicas while its autoscaling is enabled, since an
+// autoscaler outside Cluster API owns the count then and each of its moves would otherwise
+// start an apply. Everything else counts, bootstrap_data included: an approval binds the exact
+// inputs it was given, so a pool whose bootstrap token rotates while its plan waits plans again
+// (the plan's inputs are no longer what would be applied) and the new plan waits for approval.
+func Hash(role contract.Role, tfvars []byte) (string, error) {
 	doc, err := decodeObject(tfvars)
 	if err != nil {
-		return "", "", fmt.Errorf("inputs: hash %s: %w", contract.VarsFile, err)
+		return "", fmt.Errorf("inputs: hash %s: %w", contract.VarsFile, err)
 	}
 	if role == contract.RoleMachinePool && autoscaling(doc) {
 		delete(doc, inputReplicas)
 	}
-	if inputsHash, err = hashOf(doc); err != nil {
-		return "", "", err
-	}
-	delete(doc, inputBootstrapData)
-	if approvalHash, err = hashOf(doc); err != nil {
-		return "", "", err
-	}
-	return inputsHash, approvalHash, nil
+	return hashOf(doc)
 }
 
 func autoscaling(doc map[string]any) bool {

@@ -189,8 +189,8 @@ type Rendered struct {
 	MainTF []byte
 	// TFVars is terraform.tfvars.json: the value of every root variable.
 	TFVars []byte
-	// Hash and ApprovalHash are Hashes of TFVars.
-	Hash, ApprovalHash string
+	// Hash is the inputs hash of TFVars (see Hash).
+	Hash string
 }
 
 // Size is the byte size the budget counts.
@@ -274,7 +274,7 @@ func Render(src Source) (*Rendered, error) {
 	if r.Size() > MaxSize {
 		return nil, &TooLargeError{Size: r.Size(), Budget: MaxSize}
 	}
-	if r.Hash, r.ApprovalHash, err = Hashes(role, r.TFVars); err != nil {
+	if r.Hash, err = Hash(role, r.TFVars); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -205,7 +205,7 @@ func Read(ctx context.Context, c client.Reader, o jobs.Owner) (*Stored, error) {
 	if len(r.MainTF) == 0 || len(r.TFVars) == 0 {
 		return nil, fmt.Errorf("inputs: read Secret %s/%s: it lacks %s or %s", s.Namespace, s.Name, contract.RootModuleFile, contract.VarsFile)
 	}
-	if r.Hash, r.ApprovalHash, err = Hashes(role, r.TFVars); err != nil {
+	if r.Hash, err = Hash(role, r.TFVars); err != nil {
 		return nil, fmt.Errorf("inputs: read Secret %s/%s: %w", s.Namespace, s.Name, err)
 	}
 	return &Stored{Rendered: r, Applied: s.Annotations[captfv1.AppliedAnnotation] == "true"}, nil

@@ -92,7 +92,6 @@ func TestEnsureWritesOnlyWhatChanged(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(stored.Applied).To(BeTrue())
 	g.Expect(stored.Hash).To(Equal(changed.Hash), "Read recomputes the hash from the stored values")
-	g.Expect(stored.ApprovalHash).To(Equal(changed.ApprovalHash))
 	g.Expect(stored.MainTF).To(Equal(changed.MainTF))
 	g.Expect(stored.TFVars).To(Equal(changed.TFVars))
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s)).To(Succeed())
