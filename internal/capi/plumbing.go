@@ -7,23 +7,24 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
-// PlumbingOnly is a Provider with no phases of its own: a kind wired with it runs just the
-// shared checklist (owners, pause, finalizer, patch, delete). It is how a kind is registered
-// before its provider's phases exist, and the reference the shared plumbing is tested with.
+// PlumbingOnly is a Provider with no phases of its own (and so nothing observed: its record is
+// struct{}): a kind wired with it runs just the shared checklist (owners, pause, finalizer,
+// patch, delete). It is how a kind is registered before its provider's phases exist, and the
+// reference the shared plumbing is tested with.
 type PlumbingOnly[T Object] struct{}
 
 // ReconcileNormal does nothing.
-func (PlumbingOnly[T]) ReconcileNormal(context.Context, *Scope[T]) (ctrl.Result, error) {
+func (PlumbingOnly[T]) ReconcileNormal(context.Context, *Scope[T, struct{}]) (ctrl.Result, error) {
 	return ctrl.Result{}, nil
 }
 
 // ReconcileDelete has nothing to tear down.
-func (PlumbingOnly[T]) ReconcileDelete(context.Context, *Scope[T]) (bool, ctrl.Result, error) {
+func (PlumbingOnly[T]) ReconcileDelete(context.Context, *Scope[T, struct{}]) (bool, ctrl.Result, error) {
 	return true, ctrl.Result{}, nil
 }
 
 // UpdateStatus summarises the shared conditions into Ready.
-func (PlumbingOnly[T]) UpdateStatus(s *Scope[T]) {
+func (PlumbingOnly[T]) UpdateStatus(s *Scope[T, struct{}]) {
 	both := []string{clusterv1.DeletingCondition, clusterv1.PausedCondition}
 	SetReady(s.Object, both, both)
 }

@@ -13,7 +13,9 @@
 //  7. branch: deleting runs the provider's delete phases and, once they report done, removes the
 //     finalizer; otherwise the provider's normal phases run.
 //
-// A provider implements Provider for each kind and writes only its own phases.
+// A provider implements Provider for each kind and writes only its own phases. The scope is
+// typed by the provider's record of a reconcile (O): its phases fill Scope.Observed in and its
+// UpdateStatus reads it, with no type assertion between the two.
 package capi
 
 import (
@@ -56,8 +58,9 @@ func (r Role) String() string {
 	return [...]string{"InfraCluster", "InfraMachine", "InfraMachinePool"}[r]
 }
 
-// Scope is what the shared checklist found for one reconcile of one object.
-type Scope[T Object] struct {
+// Scope is what the shared checklist found for one reconcile of one object, and the provider's
+// record (O) of what its phases observed.
+type Scope[T Object, O any] struct {
 	// Object being reconciled; the deferred patch writes its status and finalizers.
 	Object T
 	// Cluster owning the object (nil only while deleting after the Cluster is gone).
@@ -67,32 +70,32 @@ type Scope[T Object] struct {
 	// MachinePool owning an InfraMachinePool.
 	MachinePool *clusterv1.MachinePool
 	// Observed is the provider's own record of this reconcile: its phases fill it in, and its
-	// UpdateStatus reads it (nil when no phase ran).
-	Observed any
+	// UpdateStatus reads it (O's zero value when no phase ran).
+	Observed O
 }
 
 // Deleting reports whether the object is being deleted.
-func (s *Scope[T]) Deleting() bool { return !s.Object.GetDeletionTimestamp().IsZero() }
+func (s *Scope[T, O]) Deleting() bool { return !s.Object.GetDeletionTimestamp().IsZero() }
 
-// Provider is what a provider writes for one kind.
-type Provider[T Object] interface {
+// Provider is what a provider writes for one kind; O is its record of one reconcile.
+type Provider[T Object, O any] interface {
 	// ReconcileNormal provisions and updates the infrastructure.
-	ReconcileNormal(ctx context.Context, s *Scope[T]) (ctrl.Result, error)
+	ReconcileNormal(ctx context.Context, s *Scope[T, O]) (ctrl.Result, error)
 	// ReconcileDelete tears the infrastructure down; done=true lets the finalizer go.
-	ReconcileDelete(ctx context.Context, s *Scope[T]) (done bool, res ctrl.Result, err error)
+	ReconcileDelete(ctx context.Context, s *Scope[T, O]) (done bool, res ctrl.Result, err error)
 	// UpdateStatus computes status (the Ready summary first of all) from what the phases
 	// observed. It makes no API calls and runs once, just before the single patch.
-	UpdateStatus(s *Scope[T])
+	UpdateStatus(s *Scope[T, O])
 }
 
 // PausedProvider is implemented by providers with bookkeeping that is safe while paused, such as
 // recording a finished Job; it must never create or destroy infrastructure.
-type PausedProvider[T Object] interface {
-	ReconcilePaused(ctx context.Context, s *Scope[T]) (ctrl.Result, error)
+type PausedProvider[T Object, O any] interface {
+	ReconcilePaused(ctx context.Context, s *Scope[T, O]) (ctrl.Result, error)
 }
 
 // Reconciler runs the checklist for one kind.
-type Reconciler[T Object] struct {
+type Reconciler[T Object, O any] struct {
 	// Client reads through the manager's cache and writes to the API server.
 	Client client.Client
 	// Role of the kind.
@@ -104,14 +107,14 @@ type Reconciler[T Object] struct {
 	// NewList returns an empty list of the kind.
 	NewList func() client.ObjectList
 	// Provider writes the kind's phases.
-	Provider Provider[T]
+	Provider Provider[T, O]
 	// OwnedConditions are the condition types the provider sets; Ready, Paused and Deleting are
 	// always owned.
 	OwnedConditions []string
 }
 
 // Reconcile runs the checklist.
-func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+func (r *Reconciler[T, O]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	log := ctrl.LoggerFrom(ctx)
 	obj := r.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
@@ -169,14 +172,14 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 	return r.Provider.ReconcileNormal(ctx, scope)
 }
 
-func (r *Reconciler[T]) reconcilePaused(ctx context.Context, s *Scope[T]) (ctrl.Result, error) {
-	if p, ok := r.Provider.(PausedProvider[T]); ok {
+func (r *Reconciler[T, O]) reconcilePaused(ctx context.Context, s *Scope[T, O]) (ctrl.Result, error) {
+	if p, ok := r.Provider.(PausedProvider[T, O]); ok {
 		return p.ReconcilePaused(ctx, s)
 	}
 	return ctrl.Result{}, nil
 }
 
-func (r *Reconciler[T]) patch(ctx context.Context, helper *patch.Helper, obj T) error {
+func (r *Reconciler[T, O]) patch(ctx context.Context, helper *patch.Helper, obj T) error {
 	owned := append([]string{ReadyCondition, clusterv1.PausedCondition, clusterv1.DeletingCondition}, r.OwnedConditions...)
 	return helper.Patch(ctx, obj,
 		patch.WithOwnedConditions{Conditions: owned},
@@ -186,9 +189,9 @@ func (r *Reconciler[T]) patch(ctx context.Context, helper *patch.Helper, obj T) 
 
 // owners resolves the CAPI owner and the Cluster. It returns a nil scope (and no error) when the
 // object must wait for CAPI to set its owner; the owner reference's update brings it back.
-func (r *Reconciler[T]) owners(ctx context.Context, obj T) (*Scope[T], error) {
+func (r *Reconciler[T, O]) owners(ctx context.Context, obj T) (*Scope[T, O], error) {
 	log := ctrl.LoggerFrom(ctx)
-	s := &Scope[T]{Object: obj}
+	s := &Scope[T, O]{Object: obj}
 	deleting := s.Deleting()
 	meta := metav1.ObjectMeta{
 		Namespace: obj.GetNamespace(), Name: obj.GetName(),
@@ -242,7 +245,7 @@ func (r *Reconciler[T]) owners(ctx context.Context, obj T) (*Scope[T], error) {
 
 // clusterFromLabel finds the Cluster named by the cluster-name label; a missing Cluster is not an
 // error here (a deletion proceeds without it; otherwise the caller waits).
-func (r *Reconciler[T]) clusterFromLabel(ctx context.Context, s *Scope[T], meta metav1.ObjectMeta) error {
+func (r *Reconciler[T, O]) clusterFromLabel(ctx context.Context, s *Scope[T, O], meta metav1.ObjectMeta) error {
 	name := meta.Labels[clusterv1.ClusterNameLabel]
 	if name == "" {
 		return nil

@@ -41,7 +41,7 @@ func startManager(t *testing.T) {
 	}
 	for _, setup := range []func() error{
 		func() error {
-			return (&capi.Reconciler[*captfv1.TerraformCluster]{
+			return (&capi.Reconciler[*captfv1.TerraformCluster, struct{}]{
 				Client: mgr.GetClient(), Role: capi.InfraCluster, Finalizer: captfv1.TerraformClusterFinalizer,
 				New:      func() *captfv1.TerraformCluster { return &captfv1.TerraformCluster{} },
 				NewList:  func() client.ObjectList { return &captfv1.TerraformClusterList{} },
@@ -49,7 +49,7 @@ func startManager(t *testing.T) {
 			}).SetupWithManager(ctx, mgr, capi.SetupOptions{})
 		},
 		func() error {
-			return (&capi.Reconciler[*captfv1.TerraformMachine]{
+			return (&capi.Reconciler[*captfv1.TerraformMachine, struct{}]{
 				Client: mgr.GetClient(), Role: capi.InfraMachine, Finalizer: captfv1.TerraformMachineFinalizer,
 				New:      func() *captfv1.TerraformMachine { return &captfv1.TerraformMachine{} },
 				NewList:  func() client.ObjectList { return &captfv1.TerraformMachineList{} },
@@ -57,7 +57,7 @@ func startManager(t *testing.T) {
 			}).SetupWithManager(ctx, mgr, capi.SetupOptions{})
 		},
 		func() error {
-			return (&capi.Reconciler[*captfv1.TerraformMachinePool]{
+			return (&capi.Reconciler[*captfv1.TerraformMachinePool, struct{}]{
 				Client: mgr.GetClient(), Role: capi.InfraMachinePool, Finalizer: captfv1.TerraformMachinePoolFinalizer,
 				New:      func() *captfv1.TerraformMachinePool { return &captfv1.TerraformMachinePool{} },
 				NewList:  func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} },
@@ -65,7 +65,7 @@ func startManager(t *testing.T) {
 			}).SetupWithManager(ctx, mgr, capi.SetupOptions{})
 		},
 		func() error {
-			return (&capi.Reconciler[*capvcov1.VCOCluster]{
+			return (&capi.Reconciler[*capvcov1.VCOCluster, struct{}]{
 				Client: mgr.GetClient(), Role: capi.InfraCluster, Finalizer: capvcov1.VCOClusterFinalizer,
 				New:      func() *capvcov1.VCOCluster { return &capvcov1.VCOCluster{} },
 				NewList:  func() client.ObjectList { return &capvcov1.VCOClusterList{} },
@@ -73,7 +73,7 @@ func startManager(t *testing.T) {
 			}).SetupWithManager(ctx, mgr, capi.SetupOptions{})
 		},
 		func() error {
-			return (&capi.Reconciler[*capvcov1.VCOMachine]{
+			return (&capi.Reconciler[*capvcov1.VCOMachine, struct{}]{
 				Client: mgr.GetClient(), Role: capi.InfraMachine, Finalizer: capvcov1.VCOMachineFinalizer,
 				New:      func() *capvcov1.VCOMachine { return &capvcov1.VCOMachine{} },
 				NewList:  func() client.ObjectList { return &capvcov1.VCOMachineList{} },

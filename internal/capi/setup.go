@@ -27,7 +27,7 @@ type SetupOptions struct {
 // SetupWithManager registers the kind's controller with the watches its CAPI role needs: the
 // object itself, its owner (whose events carry owner references and bootstrap readiness), and the
 // Cluster's pause transitions.
-func (r *Reconciler[T]) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error {
+func (r *Reconciler[T, O]) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error {
 	obj := r.New()
 	gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/capi"
 	"github.com/capx-io/capx/internal/captf/outputs"
 )
 
@@ -40,7 +39,7 @@ func TestClusterEndpointChanged(t *testing.T) {
 				obj.Annotations = map[string]string{captfv1.EndpointSourceAnnotation: tc.source}
 			}
 			p := &pass[*captfv1.TerraformCluster]{
-				scope:  &capi.Scope[*captfv1.TerraformCluster]{Object: obj},
+				scope:  &reconcileScope[*captfv1.TerraformCluster]{Object: obj},
 				status: &obj.Status.WorkspaceStatus, init: &obj.Status.Initialization,
 			}
 			out := &outputs.Result{ControlPlaneEndpoint: tc.output}

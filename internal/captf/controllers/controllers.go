@@ -86,7 +86,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			Watches(&captfv1.TerraformMachine{}, toCluster, builder.WithPredicates(leaving)).
 			Watches(&captfv1.TerraformMachinePool{}, toCluster, builder.WithPredicates(leaving))
 	}
-	if err := (&capi.Reconciler[*captfv1.TerraformCluster]{
+	if err := (&capi.Reconciler[*captfv1.TerraformCluster, *pass[*captfv1.TerraformCluster]]{
 		Client: e.client, Role: capi.InfraCluster, Finalizer: captfv1.TerraformClusterFinalizer,
 		New:             func() *captfv1.TerraformCluster { return &captfv1.TerraformCluster{} },
 		NewList:         func() client.ObjectList { return &captfv1.TerraformClusterList{} },
@@ -98,7 +98,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}); err != nil {
 		return err
 	}
-	if err := (&capi.Reconciler[*captfv1.TerraformMachine]{
+	if err := (&capi.Reconciler[*captfv1.TerraformMachine, *pass[*captfv1.TerraformMachine]]{
 		Client: e.client, Role: capi.InfraMachine, Finalizer: captfv1.TerraformMachineFinalizer,
 		New:             func() *captfv1.TerraformMachine { return &captfv1.TerraformMachine{} },
 		NewList:         func() client.ObjectList { return &captfv1.TerraformMachineList{} },
@@ -111,7 +111,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}); err != nil {
 		return err
 	}
-	return (&capi.Reconciler[*captfv1.TerraformMachinePool]{
+	return (&capi.Reconciler[*captfv1.TerraformMachinePool, *pass[*captfv1.TerraformMachinePool]]{
 		Client: e.client, Role: capi.InfraMachinePool, Finalizer: captfv1.TerraformMachinePoolFinalizer,
 		New:             func() *captfv1.TerraformMachinePool { return &captfv1.TerraformMachinePool{} },
 		NewList:         func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} },

@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/capi"
 	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/inputs"
 	"github.com/capx-io/capx/internal/captf/jobs"
@@ -43,7 +42,7 @@ func TestClusterNotTerraform(t *testing.T) {
 			g := NewWithT(t)
 			m := &captfv1.TerraformMachine{}
 			p := &pass[*captfv1.TerraformMachine]{
-				scope:  &capi.Scope[*captfv1.TerraformMachine]{Object: m, Cluster: tc.cluster},
+				scope:  &reconcileScope[*captfv1.TerraformMachine]{Object: m, Cluster: tc.cluster},
 				owner:  jobs.Owner{Kind: contract.KindMachine, Name: "m0"},
 				status: &m.Status.WorkspaceStatus, init: &m.Status.Initialization,
 				rendered: &inputs.Rendered{},

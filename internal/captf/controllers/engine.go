@@ -62,10 +62,14 @@ type kind[T capi.Object] interface {
 	dependents(ctx context.Context, e *engine, p *pass[T]) ([]string, error)
 }
 
+// reconcileScope is what the shared plumbing hands the engine for one reconcile: the object,
+// its CAPI owners, and the pass its phases record (capi.Scope.Observed).
+type reconcileScope[T capi.Object] = capi.Scope[T, *pass[T]]
+
 // pass is one reconcile's record: phases fill it in, in order, and status is computed from it
 // at the end. Each field says which phase sets it.
 type pass[T capi.Object] struct {
-	scope  *capi.Scope[T]
+	scope  *reconcileScope[T]
 	owner  jobs.Owner
 	spec   *captfv1.WorkspaceSpec
 	status *captfv1.WorkspaceStatus

@@ -10,7 +10,6 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/capi"
 )
 
 // TestJobEventCarriesNoOutput: the Event of a failed Job names the failure's kind and step but
@@ -20,7 +19,7 @@ func TestJobEventCarriesNoOutput(t *testing.T) {
 	rec := record.NewFakeRecorder(1)
 	r := &provider[*captfv1.TerraformCluster]{engine: &engine{recorder: rec}}
 	obj := &captfv1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}}
-	p := &pass[*captfv1.TerraformCluster]{scope: &capi.Scope[*captfv1.TerraformCluster]{Object: obj}}
+	p := &pass[*captfv1.TerraformCluster]{scope: &reconcileScope[*captfv1.TerraformCluster]{Object: obj}}
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "c-apply-1", Namespace: "ns"}}
 	stderr := "Error: local-exec provisioner error: password=[redacted] host=10.1.2.3 user=admin"
 	r.event(p, job, &captfv1.RunSummary{Job: job.Name, Operation: captfv1.OperationApply, Result: captfv1.RunFailed,

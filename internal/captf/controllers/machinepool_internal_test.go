@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/capi"
 	"github.com/capx-io/capx/internal/captf/inputs"
 )
 
@@ -89,7 +88,7 @@ func TestPoolStatus(t *testing.T) {
 		mp := &captfv1.TerraformMachinePool{}
 		mp.Status.Initialization.Provisioned = ptr.To(provisioned)
 		return &pass[*captfv1.TerraformMachinePool]{
-			scope:  &capi.Scope[*captfv1.TerraformMachinePool]{Object: mp},
+			scope:  &reconcileScope[*captfv1.TerraformMachinePool]{Object: mp},
 			status: &mp.Status.WorkspaceStatus, init: &mp.Status.Initialization,
 		}
 	}

@@ -22,7 +22,7 @@ type provider[T capi.Object] struct {
 
 // ReconcileNormal runs the phases of a live object: record finished Jobs, wait while one runs,
 // read the state and the module's outputs, render the inputs, decide, act.
-func (r *provider[T]) ReconcileNormal(ctx context.Context, s *capi.Scope[T]) (ctrl.Result, error) {
+func (r *provider[T]) ReconcileNormal(ctx context.Context, s *reconcileScope[T]) (ctrl.Result, error) {
 	p, err := r.newPass(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -35,7 +35,7 @@ func (r *provider[T]) ReconcileNormal(ctx context.Context, s *capi.Scope[T]) (ct
 // ReconcileDelete runs the phases of a deleting object: the same, except that outputs are not
 // mapped, a cluster waits for its dependents, and the decision is a destroy, a retain or letting
 // the finalizer go.
-func (r *provider[T]) ReconcileDelete(ctx context.Context, s *capi.Scope[T]) (bool, ctrl.Result, error) {
+func (r *provider[T]) ReconcileDelete(ctx context.Context, s *reconcileScope[T]) (bool, ctrl.Result, error) {
 	p, err := r.newPass(ctx, s)
 	if err != nil {
 		return false, ctrl.Result{}, err
@@ -48,7 +48,7 @@ func (r *provider[T]) ReconcileDelete(ctx context.Context, s *capi.Scope[T]) (bo
 // ReconcilePaused only records finished Jobs: a paused object starts nothing and destroys
 // nothing (clusterctl move copies and deletes paused objects), but a Job that finished must not
 // lose its result, and block-move must clear once no Job runs.
-func (r *provider[T]) ReconcilePaused(ctx context.Context, s *capi.Scope[T]) (ctrl.Result, error) {
+func (r *provider[T]) ReconcilePaused(ctx context.Context, s *reconcileScope[T]) (ctrl.Result, error) {
 	p, err := r.newPass(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -58,17 +58,16 @@ func (r *provider[T]) ReconcilePaused(ctx context.Context, s *capi.Scope[T]) (ct
 }
 
 // UpdateStatus computes the object's conditions from what the pass observed.
-func (r *provider[T]) UpdateStatus(s *capi.Scope[T]) {
-	p, ok := s.Observed.(*pass[T])
-	if !ok {
-		return
+func (r *provider[T]) UpdateStatus(s *reconcileScope[T]) {
+	if s.Observed == nil {
+		return // no phase ran
 	}
-	updateStatus(p, r.kind.mutable())
+	updateStatus(s.Observed, r.kind.mutable())
 }
 
 // newPass starts a reconcile's record: the object's blocks, its owner identity, the cluster's
 // TerraformCluster (defaults, exports) and the effective Job policy.
-func (r *provider[T]) newPass(ctx context.Context, s *capi.Scope[T]) (*pass[T], error) {
+func (r *provider[T]) newPass(ctx context.Context, s *reconcileScope[T]) (*pass[T], error) {
 	spec, status, init := r.kind.workspace(s.Object)
 	clusterName := s.Object.GetLabels()[clusterv1.ClusterNameLabel]
 	if s.Cluster != nil {

@@ -32,7 +32,7 @@ import (
 	"github.com/capx-io/capx/internal/vco"
 )
 
-type clusterScope = capi.Scope[*capvcov1.VCOCluster]
+type clusterScope = capi.Scope[*capvcov1.VCOCluster, *clusterObserved]
 
 // clusterProvider is the VCOCluster's phases.
 type clusterProvider struct {
@@ -227,8 +227,7 @@ func (p *clusterProvider) notify(vc *capvcov1.VCOCluster) func() {
 
 // UpdateStatus computes the VCOCluster's conditions and provisioned flag.
 func (p *clusterProvider) UpdateStatus(s *clusterScope) {
-	obs, _ := s.Observed.(*clusterObserved)
-	setClusterStatus(s.Object, obs)
+	setClusterStatus(s.Object, s.Observed)
 }
 
 // teardownStep is one stage of a VCOCluster's deletion, in order.

@@ -55,7 +55,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		client: c, platform: opts.Platform, prober: opts.Prober, dns: dns.NewWriter(),
 		recorder: mgr.GetEventRecorderFor("vcocluster-controller"), dnsDone: dnsDone,
 	}
-	if err := (&capi.Reconciler[*capvcov1.VCOCluster]{
+	if err := (&capi.Reconciler[*capvcov1.VCOCluster, *clusterObserved]{
 		Client: c, Role: capi.InfraCluster, Finalizer: capvcov1.VCOClusterFinalizer,
 		New:             func() *capvcov1.VCOCluster { return &capvcov1.VCOCluster{} },
 		NewList:         func() client.ObjectList { return &capvcov1.VCOClusterList{} },
@@ -75,7 +75,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		opts.MachineResync = DefaultMachineResync
 	}
 	mp := &machineProvider{client: c, platform: opts.Platform, recorder: mgr.GetEventRecorderFor("vcomachine-controller"), resync: opts.MachineResync}
-	if err := (&capi.Reconciler[*capvcov1.VCOMachine]{
+	if err := (&capi.Reconciler[*capvcov1.VCOMachine, *machineObserved]{
 		Client: c, Role: capi.InfraMachine, Finalizer: capvcov1.VCOMachineFinalizer,
 		New:             func() *capvcov1.VCOMachine { return &capvcov1.VCOMachine{} },
 		NewList:         func() client.ObjectList { return &capvcov1.VCOMachineList{} },

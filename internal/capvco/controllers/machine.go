@@ -26,7 +26,7 @@ import (
 	"github.com/capx-io/capx/internal/vco"
 )
 
-type machineScope = capi.Scope[*capvcov1.VCOMachine]
+type machineScope = capi.Scope[*capvcov1.VCOMachine, *machineObserved]
 
 // machineProvider is the VCOMachine's phases.
 type machineProvider struct {
@@ -235,7 +235,7 @@ func (p *machineProvider) createVM(ctx context.Context, s *machineScope, api pla
 // reconcileGPUs reserves and attaches the machine's vGPUs; a machine whose recorded
 // reservations are all attached (seen in the VM's devices) costs no call.
 func (p *machineProvider) reconcileGPUs(ctx context.Context, s *machineScope, api platform.Client, where *site, csID string, v vco.VM) (ctrl.Result, error) {
-	m, obs := s.Object, s.Observed.(*machineObserved)
+	m, obs := s.Object, s.Observed
 	gpuNames := make([]string, obs.gpuWanted)
 	for i := range gpuNames {
 		n, err := gpuname.Build(gpuname.Owner{Namespace: m.Namespace, Cluster: clusterOfMachine(s), Machine: m.Name}, i)
@@ -336,6 +336,5 @@ func (p *machineProvider) ReconcileDelete(ctx context.Context, s *machineScope) 
 
 // UpdateStatus computes the VCOMachine's conditions and provisioned flag.
 func (p *machineProvider) UpdateStatus(s *machineScope) {
-	obs, _ := s.Observed.(*machineObserved)
-	setMachineStatus(s.Object, obs)
+	setMachineStatus(s.Object, s.Observed)
 }
