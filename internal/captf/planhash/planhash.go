@@ -1,18 +1,21 @@
 // Package planhash fingerprints, classifies and summarises OpenTofu/Terraform plans (the
-// `show -json` document). An approval names a fingerprint; the approved apply re-plans and
-// applies only when the new plan has the same fingerprint, so the fingerprint must change with
-// every change in what the plan does and with nothing else. Everything here is a pure function
-// of the plan (and the plan key).
+// `show -json` document). An approval names a fingerprint, which the manager computes from the
+// saved plan a Job stored; the approved apply applies that saved plan, so the fingerprint must
+// change with every change in what the plan does, in the state it was made against, in the
+// inputs it renders and in the saved plan file, and with nothing else. Everything here is a pure
+// function of the plan, its binding and the plan key.
 package planhash
 
 import (
 	"bytes"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -22,7 +25,8 @@ import (
 // Prefix marks the fingerprint scheme; a hash with another prefix is never accepted.
 const Prefix = "p2:"
 
-// Empty is the fingerprint of a plan without changes: sha256 of the empty string.
+// Empty is the fingerprint of a plan without changes, whatever its binding: sha256 of the empty
+// string. It needs no key, so a Job reports it itself.
 const Empty = Prefix + "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 // Parse decodes `show -json` output of a plan, keeping numbers verbatim (json.Number) so large
@@ -36,12 +40,30 @@ func Parse(b []byte) (*tfjson.Plan, error) {
 	return &p, nil
 }
 
+// Binding is what an approval binds besides the changes themselves (DESIGN section 4): the
+// state the plan was made against, the inputs it renders, and the saved plan file the approved
+// apply will apply.
+type Binding struct {
+	// Lineage and Serial identify the state snapshot the plan was made against (the prior state
+	// recorded in the saved plan file; OpenTofu refuses to apply the file to any other).
+	Lineage string
+	Serial  int64
+	// InputsHash is the hash of the rendered inputs the plan's Job ran.
+	InputsHash string
+	// PlanFile is the hex SHA-256 of the saved plan file.
+	PlanFile string
+}
+
 // Fingerprint returns the keyed plan fingerprint:
 //
-//	p2: + hex(sha256(sorted lines joined by "\n"))
+//	p2: + hex(sha256(binding line + "\n" + sorted lines joined by "\n"))
 //
-// with one line per resource change that is not a no-op (or is a no-op that imports or moves)
-// and per output change that is not a no-op:
+// or Empty when the plan changes nothing (there is nothing to approve). The binding line is
+//
+//	binding|<hex HMAC-SHA256(key, canonical JSON of {lineage, serial, inputs, planFile})>
+//
+// followed by one line per resource change that is not a no-op (or is a no-op that imports or
+// moves) and per output change that is not a no-op:
 //
 //	<address or output.<name>>|<actions comma-joined in plan order>|<hex HMAC-SHA256(key, effect)>
 //
@@ -51,12 +73,51 @@ func Parse(b []byte) (*tfjson.Plan, error) {
 // nothing; plus the import identity, the moved-from address and the deposed key when present.
 // Untouched attributes therefore never perturb the fingerprint. The key makes the fingerprint
 // unforgeable by anyone without it and keeps it from confirming guesses of sensitive values.
-func Fingerprint(key []byte, plan *tfjson.Plan) (string, error) {
+func Fingerprint(key []byte, plan *tfjson.Plan, b Binding) (string, error) {
+	lines, err := changeLines(key, plan)
+	if err != nil {
+		return "", err
+	}
+	if len(lines) == 0 {
+		return Empty, nil
+	}
+	mac, err := effectMAC(key, map[string]any{
+		"lineage": b.Lineage, "serial": b.Serial, "inputs": b.InputsHash, "planFile": b.PlanFile,
+	})
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte("binding|" + mac + "\n" + strings.Join(lines, "\n")))
+	return Prefix + hex.EncodeToString(sum[:]), nil
+}
+
+// SameChanges reports whether two plans make the same changes, as Fingerprint sees them
+// (whatever their binding): the approved apply's second check, comparing the plan it makes
+// again with the saved plan it was approved to apply. It needs no plan key: a fresh random one
+// keys both sides.
+func SameChanges(a, b *tfjson.Plan) (bool, error) {
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return false, err
+	}
+	la, err := changeLines(key, a)
+	if err != nil {
+		return false, err
+	}
+	lb, err := changeLines(key, b)
+	if err != nil {
+		return false, err
+	}
+	return slices.Equal(la, lb), nil
+}
+
+// changeLines are the sorted lines of the changes that count (see Fingerprint).
+func changeLines(key []byte, plan *tfjson.Plan) ([]string, error) {
 	if len(key) == 0 {
-		return "", errors.New("planhash: empty plan key: refusing to fingerprint without one")
+		return nil, errors.New("planhash: empty plan key: refusing to fingerprint without one")
 	}
 	if plan == nil {
-		return "", errors.New("planhash: no plan")
+		return nil, errors.New("planhash: no plan")
 	}
 	var lines []string
 	for _, rc := range plan.ResourceChanges {
@@ -65,7 +126,7 @@ func Fingerprint(key []byte, plan *tfjson.Plan) (string, error) {
 		}
 		mac, err := effectMAC(key, resourceEffect(rc))
 		if err != nil {
-			return "", fmt.Errorf("planhash: fingerprint %s: %w", rc.Address, err)
+			return nil, fmt.Errorf("planhash: fingerprint %s: %w", rc.Address, err)
 		}
 		lines = append(lines, rc.Address+"|"+joinActions(rc.Change.Actions)+"|"+mac)
 	}
@@ -76,13 +137,12 @@ func Fingerprint(key []byte, plan *tfjson.Plan) (string, error) {
 		}
 		mac, err := effectMAC(key, changeEffect(ch))
 		if err != nil {
-			return "", fmt.Errorf("planhash: fingerprint output %s: %w", name, err)
+			return nil, fmt.Errorf("planhash: fingerprint output %s: %w", name, err)
 		}
 		lines = append(lines, "output."+name+"|"+joinActions(ch.Actions)+"|"+mac)
 	}
 	sort.Strings(lines)
-	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
-	return Prefix + hex.EncodeToString(sum[:]), nil
+	return lines, nil
 }
 
 // counts reports whether a resource change takes part in the fingerprint and the summary.

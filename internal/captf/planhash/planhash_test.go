@@ -70,12 +70,15 @@ func plan(t testing.TB, outputs map[string]any, changes ...rc) *tfjson.Plan {
 
 func fp(t testing.TB, p *tfjson.Plan) string {
 	t.Helper()
-	h, err := Fingerprint(key, p)
+	h, err := Fingerprint(key, p, binding)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return h
 }
+
+// binding is the binding fp fingerprints with.
+var binding = Binding{Lineage: "5b1a7c2e-0000-4000-8000-000000000001", Serial: 7, InputsHash: "h2:abc", PlanFile: "9f86d0"}
 
 func obj(kv ...any) map[string]any {
 	m := map[string]any{}
@@ -94,11 +97,64 @@ func TestFingerprintFormat(t *testing.T) {
 	p := plan(t, nil, rc{addr: "a.b", actions: []string{"create"}, after: obj("x", 1), unknown: obj("id", true), aSens: obj()})
 
 	// Recompute the documented format by hand.
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(`{"after":{"x":1},"after_sensitive":{},"after_unknown":{"id":true}}`))
-	line := "a.b|create|" + hex.EncodeToString(m.Sum(nil))
-	sum := sha256.Sum256([]byte(line))
+	mac := func(s string) string {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(s))
+		return hex.EncodeToString(m.Sum(nil))
+	}
+	head := "binding|" + mac(`{"inputs":"h2:abc","lineage":"5b1a7c2e-0000-4000-8000-000000000001","planFile":"9f86d0","serial":7}`)
+	line := "a.b|create|" + mac(`{"after":{"x":1},"after_sensitive":{},"after_unknown":{"id":true}}`)
+	sum := sha256.Sum256([]byte(head + "\n" + line))
 	g.Expect(fp(t, p)).To(Equal(Prefix + hex.EncodeToString(sum[:])))
+}
+
+// TestFingerprintBinding: an approval binds the state the plan was made against (lineage and
+// serial), the inputs and the saved plan file, not only the changes: each one that differs
+// gives another fingerprint. A plan without changes is Empty whatever its binding.
+func TestFingerprintBinding(t *testing.T) {
+	p := plan(t, nil, update(obj("input", "a"), obj("input", "b")))
+	base := fp(t, p)
+	for name, mutate := range map[string]func(b *Binding){
+		"lineage":     func(b *Binding) { b.Lineage = "5b1a7c2e-0000-4000-8000-000000000002" },
+		"serial":      func(b *Binding) { b.Serial++ },
+		"no serial":   func(b *Binding) { b.Serial = 0 },
+		"inputs hash": func(b *Binding) { b.InputsHash = "h2:abd" },
+		"plan file":   func(b *Binding) { b.PlanFile = "9f86d1" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			b := binding
+			mutate(&b)
+			h, err := Fingerprint(key, p, b)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(h).NotTo(Equal(base))
+			g.Expect(h).To(HavePrefix(Prefix))
+		})
+	}
+	g := NewWithT(t)
+	same, err := Fingerprint(key, p, binding)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(same).To(Equal(base), "the same plan and binding hash alike")
+	empty, err := Fingerprint(key, plan(t, nil), Binding{Lineage: "x", Serial: 3})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(empty).To(Equal(Empty))
+}
+
+// TestSameChanges: the approved apply's second check compares changes, not bindings.
+func TestSameChanges(t *testing.T) {
+	g := NewWithT(t)
+	a := plan(t, nil, update(obj("input", "a"), obj("input", "b")))
+	same, err := SameChanges(a, plan(t, nil, update(obj("input", "a"), obj("input", "b"))))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(same).To(BeTrue())
+	same, err = SameChanges(a, plan(t, nil, update(obj("input", "a"), obj("input", "c"))))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(same).To(BeFalse())
+	same, err = SameChanges(a, plan(t, nil))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(same).To(BeFalse())
+	_, err = SameChanges(a, nil)
+	g.Expect(err).To(HaveOccurred())
 }
 
 func TestFingerprintEmpty(t *testing.T) {
@@ -111,7 +167,7 @@ func TestFingerprintEmpty(t *testing.T) {
 }
 
 func TestFingerprintRefusesWithoutKey(t *testing.T) {
-	_, err := Fingerprint(nil, plan(t, nil))
+	_, err := Fingerprint(nil, plan(t, nil), binding)
 	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("empty plan key")))
 }
 
@@ -168,7 +224,7 @@ func TestFingerprintOutputsAndKey(t *testing.T) {
 	}
 	g.Expect(fp(t, plan(t, out("b")))).NotTo(Equal(Empty))
 	g.Expect(fp(t, plan(t, out("b")))).NotTo(Equal(fp(t, plan(t, out("c")))))
-	other, err := Fingerprint([]byte("another key"), plan(t, out("b")))
+	other, err := Fingerprint([]byte("another key"), plan(t, out("b")), binding)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(other).NotTo(Equal(fp(t, plan(t, out("b")))))
 }
@@ -277,7 +333,7 @@ func FuzzFingerprint(f *testing.F) {
 		if err != nil {
 			return
 		}
-		a, err := Fingerprint(key, p)
+		a, err := Fingerprint(key, p, binding)
 		if err != nil {
 			t.Fatalf("Fingerprint of a parsed plan: %v", err)
 		}
@@ -286,7 +342,7 @@ func FuzzFingerprint(f *testing.F) {
 		}
 		// Re-parsing the same document gives the same fingerprint (no map-order dependence).
 		p2, _ := Parse(doc)
-		if b, _ := Fingerprint(key, p2); a != b {
+		if b, _ := Fingerprint(key, p2, binding); a != b {
 			t.Fatalf("fingerprint not deterministic: %s != %s", a, b)
 		}
 		s := Summarize(p)

@@ -290,7 +290,7 @@ func (r *run) describePlan(plan *tfjson.Plan) *failure {
 	if r.planKey == nil {
 		return nil
 	}
-	h, err := planhash.Fingerprint(r.planKey, plan)
+	h, err := planhash.Fingerprint(r.planKey, plan, planhash.Binding{InputsHash: r.o.inputsHash})
 	if err != nil {
 		return &failure{kind: runresult.KindStep, step: "show", summary: err.Error()}
 	}
