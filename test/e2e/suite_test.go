@@ -103,13 +103,20 @@ func mgmtA(t *testing.T) *install.Management {
 // upAndInstall brings a cluster up and installs Cluster API and the providers on it; on
 // failure it collects artifacts into _artifacts/e2e/setup/<cluster>.
 func upAndInstall(name string, k *install.Kit, flow install.Flow) (*install.Management, error) {
+	return upAndInstallWith(localcluster.Options{Name: name}, k, flow)
+}
+
+// upAndInstallWith is upAndInstall for a cluster with options of its own (o.Name is required).
+func upAndInstallWith(o localcluster.Options, k *install.Kit, flow install.Flow) (*install.Management, error) {
+	name := o.Name
+	o.Progress = progress{}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	start := time.Now()
 	if err := downCluster(name); err != nil { // a run killed by its timeout
 		return nil, err
 	}
-	c, err := localcluster.Up(ctx, localcluster.Options{Name: name, Progress: progress{}})
+	c, err := localcluster.Up(ctx, o)
 	if err != nil {
 		return nil, err
 	}
