@@ -72,4 +72,12 @@ const (
 	// after `clusterctl move` (Jobs do not move) or a deleted Job, nothing runs until
 	// StateRecoveredAnnotation names that Job or a newer run (a restore) replaced the state.
 	StateNotPersistedHoldAnnotation = "captf.io/state-not-persisted-hold"
+	// ExportsRecordAnnotation on a pool's durable inputs Secret says whether the Secret keeps
+	// the record of the cluster exports the pool last applied successfully (data key
+	// applied-exports.json): "kept", or why not ("over-budget", "apply-failed").
+	ExportsRecordAnnotation = "captf.io/exports-record"
+	// ExportsPendingAnnotation on a pool's durable inputs Secret is the inputs hash of an apply
+	// that started with other exports than the record's: until its outcome is known the record
+	// is not used, and an apply that did not succeed loses it.
+	ExportsPendingAnnotation = "captf.io/exports-pending"
 )

@@ -66,10 +66,14 @@ func Secret(o jobs.Owner, r *Rendered) *corev1.Secret {
 // Ensure writes the durable inputs Secret of r: it creates it, or updates it when its inputs,
 // hash, labels or owner differ, and otherwise writes nothing (so a reconcile that changes
 // nothing makes no API write). It keeps what others added: the applied marker, other data
-// keys, labels and annotations. It returns whether it wrote. c may read from a cache: a stale
-// read ends in a conflict or AlreadyExists error, retried on the next reconcile.
+// keys, labels and annotations. A pool's record of applied exports goes pending when r carries
+// other exports (see ExportsRecord). It returns whether it wrote. c may read from a cache: a
+// stale read ends in a conflict or AlreadyExists error, retried on the next reconcile.
 func Ensure(ctx context.Context, c client.Client, o jobs.Owner, r *Rendered) (bool, error) {
-	return ensure(ctx, c, Secret(o, r), func(m *metav1.ObjectMeta) error { return setOwner(m, o) })
+	return ensure(ctx, c, Secret(o, r), func(s *corev1.Secret) error {
+		markPending(s, o, r)
+		return setOwner(&s.ObjectMeta, o)
+	})
 }
 
 // RunSecret is the per-run Secret of a Job: the same two files, mounted read-only at
@@ -97,7 +101,8 @@ func RunSecret(job *batchv1.Job, r *Rendered) *corev1.Secret {
 // what differs, so a pass that crashed after creating the Job can simply call it again.
 func EnsureRun(ctx context.Context, c client.Client, job *batchv1.Job, r *Rendered) (bool, error) {
 	want := RunSecret(job, r)
-	return ensure(ctx, c, want, func(m *metav1.ObjectMeta) error {
+	return ensure(ctx, c, want, func(s *corev1.Secret) error {
+		m := &s.ObjectMeta
 		if len(m.OwnerReferences) != 1 || m.OwnerReferences[0].UID != job.UID {
 			return fmt.Errorf("inputs: Secret %s/%s exists and is not owned by Job %s (uid %s)", m.Namespace, m.Name, job.Name, job.UID)
 		}
@@ -107,8 +112,8 @@ func EnsureRun(ctx context.Context, c client.Client, job *batchv1.Job, r *Render
 
 // ensure creates want, or updates the existing Secret of its name with want's data keys,
 // labels and annotations (keeping everything else) when they differ. adopt fixes the existing
-// Secret's owner references, or refuses to touch it.
-func ensure(ctx context.Context, c client.Client, want *corev1.Secret, adopt func(*metav1.ObjectMeta) error) (bool, error) {
+// Secret's owner references (and annotations of its own), or refuses to touch it.
+func ensure(ctx context.Context, c client.Client, want *corev1.Secret, adopt func(*corev1.Secret) error) (bool, error) {
 	have := &corev1.Secret{}
 	err := c.Get(ctx, client.ObjectKeyFromObject(want), have)
 	if apierrors.IsNotFound(err) {
@@ -121,7 +126,7 @@ func ensure(ctx context.Context, c client.Client, want *corev1.Secret, adopt fun
 		return false, fmt.Errorf("inputs: read Secret %s/%s: %w", want.Namespace, want.Name, err)
 	}
 	next := have.DeepCopy()
-	if err := adopt(&next.ObjectMeta); err != nil {
+	if err := adopt(next); err != nil {
 		return false, err
 	}
 	if next.Labels == nil {
@@ -187,6 +192,8 @@ type Stored struct {
 	// Applied is true once an apply of these (or earlier) inputs succeeded: the "ever applied"
 	// marker that, unlike status, survives clusterctl move.
 	Applied bool
+	// Exports is a pool's record of the cluster exports it last applied successfully.
+	Exports ExportsRecord
 }
 
 // Read returns the owner's durable inputs Secret, for a destroy (which always runs with the
@@ -208,7 +215,7 @@ func Read(ctx context.Context, c client.Reader, o jobs.Owner) (*Stored, error) {
 	if r.Hash, err = Hash(role, r.TFVars); err != nil {
 		return nil, fmt.Errorf("inputs: read Secret %s/%s: %w", s.Namespace, s.Name, err)
 	}
-	return &Stored{Rendered: r, Applied: s.Annotations[captfv1.AppliedAnnotation] == "true"}, nil
+	return &Stored{Rendered: r, Applied: s.Annotations[captfv1.AppliedAnnotation] == "true", Exports: exportsRecordOf(s)}, nil
 }
 
 // MarkApplied sets the applied marker on the owner's durable inputs Secret after a successful

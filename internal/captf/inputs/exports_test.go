@@ -1,0 +1,119 @@
+package inputs
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/capx-io/capx/internal/captf/contract"
+	"github.com/capx-io/capx/internal/captf/jobs"
+	"github.com/capx-io/capx/internal/testenv"
+)
+
+func TestClusterOutputsAndSameExports(t *testing.T) {
+	g := NewWithT(t)
+	src := sources()[contract.RoleMachinePool]
+	src.ClusterOutputs = raw(`{"b": 1.50, "a": [1, 2]}`)
+	r, err := Render(src)
+	g.Expect(err).NotTo(HaveOccurred())
+	out, err := ClusterOutputs(r.TFVars)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(out)).To(Equal(`{"a":[1,2],"b":1.50}`))
+	g.Expect(SameExports(out, raw(`{ "a": [1,2], "b": 1.50 }`))).To(BeTrue())
+	g.Expect(SameExports(out, raw(`{"a": [1, 2], "b": 1.5}`))).To(BeFalse(), "numbers as written")
+	g.Expect(SameExports(nil, raw(`{}`))).To(BeTrue())
+	g.Expect(SameExports(raw(`{`), raw(`{`))).To(BeFalse(), "undecodable is never the same")
+
+	src.ClusterOutputs = nil
+	r, err = Render(src)
+	g.Expect(err).NotTo(HaveOccurred())
+	out, err = ClusterOutputs(r.TFVars)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(out)).To(Equal(`{}`))
+}
+
+func TestKeptExportsBudget(t *testing.T) {
+	g := NewWithT(t)
+	src := sources()[contract.RoleMachinePool]
+	src.ClusterOutputs = raw(`{"network_name": "n1"}`)
+	r, err := Render(src)
+	g.Expect(err).NotTo(HaveOccurred())
+	rec := KeptExports(r)
+	g.Expect(rec).To(Equal(ExportsRecord{Exports: raw(`{"network_name":"n1"}`), Status: ExportsKept}))
+	g.Expect(rec.Usable()).To(BeTrue())
+	rec.Pending = "h2:x"
+	g.Expect(rec.Usable()).To(BeFalse(), "pending")
+
+	// Inputs that fit the budget, whose record would not fit beside them.
+	src.ClusterOutputs = raw(`{"blob": "` + strings.Repeat("x", MaxSize*3/5) + `"}`)
+	r, err = Render(src)
+	g.Expect(err).NotTo(HaveOccurred())
+	rec = KeptExports(r)
+	g.Expect(rec).To(Equal(ExportsRecord{Status: ExportsOverBudget}))
+	g.Expect(rec.Usable()).To(BeFalse())
+}
+
+// The record lives in the pool's durable inputs Secret: Ensure marks it pending when an apply of
+// other exports is about to start (and only then), WriteExportsRecord writes what the
+// controller settled, and Read returns it.
+func TestExportsRecordInDurableSecret(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	tmp := testenv.TerraformMachinePool(ns, "workers", "c1", "example.com/module:v1")
+	g.Expect(env.Client.Create(ctx, tmp)).To(Succeed())
+	owner, err := jobs.OwnerOf(tmp, "c1")
+	g.Expect(err).NotTo(HaveOccurred())
+	src := sources()[contract.RoleMachinePool]
+	src.Owner, src.Object = owner, tmp
+	render := func(exports string, replicas int32) *Rendered {
+		t.Helper()
+		s := src
+		pool := *src.MachinePool
+		pool.Replicas = replicas
+		s.MachinePool = &pool
+		s.ClusterOutputs = raw(exports)
+		r, err := Render(s)
+		g.Expect(err).NotTo(HaveOccurred())
+		return r
+	}
+	read := func() ExportsRecord {
+		t.Helper()
+		stored, err := Read(ctx, env.Client, owner)
+		g.Expect(err).NotTo(HaveOccurred())
+		return stored.Exports
+	}
+
+	a := render(`{"attachment": "a1"}`, 2)
+	g.Expect(Ensure(ctx, env.Client, owner, a)).To(BeTrue())
+	g.Expect(read()).To(Equal(ExportsRecord{}), "nothing recorded before an apply succeeded")
+	g.Expect(Ensure(ctx, env.Client, owner, render(`{"attachment": "a2"}`, 2))).To(BeTrue())
+	g.Expect(read()).To(Equal(ExportsRecord{}), "nothing to mark pending")
+
+	kept := KeptExports(a)
+	g.Expect(WriteExportsRecord(ctx, env.Client, owner, kept)).To(BeTrue())
+	g.Expect(WriteExportsRecord(ctx, env.Client, owner, kept)).To(BeFalse(), "written once")
+	g.Expect(read()).To(Equal(kept))
+
+	// The same exports at another size keep the record usable; other exports make it pending.
+	g.Expect(Ensure(ctx, env.Client, owner, render(`{ "attachment" : "a1" }`, 3))).To(BeTrue())
+	g.Expect(read()).To(Equal(kept))
+	b := render(`{"attachment": "a2"}`, 3)
+	g.Expect(Ensure(ctx, env.Client, owner, b)).To(BeTrue())
+	got := read()
+	g.Expect(got.Pending).To(Equal(b.Hash))
+	g.Expect(got.Exports).To(Equal(kept.Exports), "the exports stay until the controller settles them")
+	g.Expect(got.Usable()).To(BeFalse())
+
+	// Lost: the data key goes.
+	g.Expect(WriteExportsRecord(ctx, env.Client, owner, ExportsRecord{Status: ExportsApplyFailed})).To(BeTrue())
+	g.Expect(read()).To(Equal(ExportsRecord{Status: ExportsApplyFailed}))
+	stored, err := Read(ctx, env.Client, owner)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stored.Hash).To(Equal(b.Hash), "the inputs are untouched")
+	var none json.RawMessage
+	g.Expect(stored.Exports.Exports).To(Equal(none))
+}
