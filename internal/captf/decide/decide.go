@@ -1,8 +1,9 @@
 // Package decide holds the one pure function that chooses what a CAPTF object does next. A
-// reconcile observes everything (the object, its state, its Jobs, plans, dependents, caps),
-// calls Next, and acts on the answer; no other code decides whether to plan, apply, destroy,
-// refresh, check drift or restore. That keeps every safety rule of CAPTF readable in one place,
-// in the order it applies, and table-testable without an API server.
+// reconcile observes everything (the object, its state, its Jobs, plans, dependents, caps,
+// and, once an operation is due, what starting its Job needs), calls Next, and acts on the
+// answer; no other code decides whether to plan, apply, destroy, refresh, check drift or
+// restore, nor whether a Job may start now. That keeps every safety rule of CAPTF readable in
+// one place, in the order it applies, and table-testable without an API server.
 package decide
 
 import (
@@ -30,7 +31,8 @@ type Input struct {
 	// DependentsExist is true while a deleting cluster still has machines or pools.
 	DependentsExist bool
 
-	// ActiveJob is true while one of the object's Jobs runs.
+	// ActiveJob is true while one of the object's Jobs runs. Nothing else is observed then: the
+	// state may be written under the Job's feet.
 	ActiveJob bool
 
 	// State is what the backend's Secrets held.
@@ -91,6 +93,59 @@ type Input struct {
 
 	// Slots report the active-Job caps.
 	Slots Slots
+
+	// CredentialsMissing is true when the credentials Secret a Job would read does not exist:
+	// its Pod could not start and would only wait out its deadline.
+	CredentialsMissing bool
+	// Start is what starting the due operation's Job needs, observed only once Next returned
+	// CheckStart: reading the Job's ServiceAccount, the requested backup and the leases live
+	// costs calls an object with nothing to do should not make.
+	Start Start
+}
+
+// Refusal is a Job the API server refused to create.
+type Refusal struct {
+	// Reason is the condition reason (QuotaExceeded).
+	Reason string
+	// At is when it was refused.
+	At time.Time
+}
+
+// Start is what a Job's start needs beyond the decision to run it.
+type Start struct {
+	// Checked is true once the fields below were observed in this reconcile.
+	Checked bool
+	// PolicyInvalid is true when the effective Job policy cannot make a Job.
+	PolicyInvalid bool
+	// ServiceAccountInvalid is true when the Job's ServiceAccount does not exist or may not run
+	// CAPTF Jobs.
+	ServiceAccountInvalid bool
+	// BackupInvalid is true when the backup a restore would push fails its checks (digest,
+	// lineage, completeness).
+	BackupInvalid bool
+	// LastRefusal is the API server's newest refusal of one of the object's Jobs (a
+	// ResourceQuota at admission), if any.
+	LastRefusal *Refusal
+	// Leases are the Job leases as read just now, without taking them.
+	Leases Leases
+}
+
+// Leases are the coordination leases a Job needs, read without taking them. act takes them;
+// a race lost there is that reconcile's error and the next one's observation.
+type Leases struct {
+	// Gate is true under the cluster operation gate (--cluster-operation-gate) when the object
+	// belongs to a Cluster.
+	Gate bool
+	// Cluster is true for a TerraformCluster: its mutating operations wait for its members'.
+	Cluster bool
+	// RunHeld is true when the object's run lease is held by a live Job of its own that the
+	// Job list does not show yet.
+	RunHeld bool
+	// ClusterHeld (machines and pools) is true while the cluster's operation lease is held.
+	ClusterHeld bool
+	// MembersBusy (clusters) is true while mutating Jobs of the cluster's machines or pools
+	// hold their run leases.
+	MembersBusy bool
 }
 
 // State summarises the backend's state Secrets.
@@ -138,7 +193,13 @@ type Slots struct {
 	Full bool
 	// Busy is true above 80% of a cap, where background work (refresh, drift) waits.
 	Busy bool
+	// Uncounted is true when the active Jobs could not be counted: the caps then count as
+	// reached (they fail closed).
+	Uncounted bool
 }
+
+func (s Slots) full() bool { return s.Full || s.Uncounted }
+func (s Slots) busy() bool { return s.Busy || s.Uncounted }
 
 // Decision is what to do next.
 type Decision struct {
@@ -159,7 +220,19 @@ type Decision struct {
 	Finalize bool
 	// Retain keeps the infrastructure and its state and lets the finalizer go.
 	Retain bool
+	// CheckStart asks for what the start of Op needs (Input.Start) and for Next again: Op
+	// does not start on this decision.
+	CheckStart bool
+	// Pending is the operation that is due but waits for its Job's start (Reason says why).
+	Pending captfv1.Operation
+	// ClaimLeases asks act to take the leases of Pending without starting its Job: a cluster's
+	// mutating operation waiting for its members holds the cluster lease, so members that
+	// would start later wait for it (writers are preferred).
+	ClaimLeases bool
 }
+
+// Starts reports whether act starts Op's Job on this decision.
+func (d Decision) Starts() bool { return d.Op != "" && !d.CheckStart && !d.Wait }
 
 // Scheduling reasons (a condition reason is used wherever one exists).
 const (
@@ -178,6 +251,7 @@ const (
 	ReasonHealthPending     = "HealthPending"
 	ReasonMembershipRefresh = "MembershipRefresh"
 	ReasonUpToDate          = "UpToDate"
+	ReasonPaused            = "Paused"
 	ReasonStateLost         = captfv1.StateLostReason
 	ReasonDurableInputsGone = captfv1.DurableInputsMissingReason
 )
@@ -189,6 +263,8 @@ const (
 	maxBackoff        = 10 * time.Minute
 	blockedRecheck    = 10 * time.Minute
 	slotRecheck       = 15 * time.Second
+	leaseRecheck      = 30 * time.Second
+	startRecheck      = time.Minute // nothing watches ServiceAccounts, credentials or quotas
 	heldRecheck       = time.Minute
 	pendingFirst      = 30 * time.Second
 	pendingCap        = 5 * time.Minute
@@ -203,6 +279,76 @@ func Next(in Input) Decision {
 	if in.ActiveJob {
 		return Decision{Reason: ReasonJobRunning, Wait: true, RequeueAfter: activeJobRecheck}
 	}
+	d := due(in)
+	if d.Op == "" {
+		return d
+	}
+	return start(in, d)
+}
+
+// Paused is the decision for a paused object: nothing starts and nothing is destroyed
+// (clusterctl move copies and deletes paused objects), but a running Job's end is still
+// recorded, so the object looks again while one runs.
+func Paused(in Input) Decision {
+	if in.ActiveJob {
+		return Decision{Reason: ReasonJobRunning, Wait: true, RequeueAfter: activeJobRecheck}
+	}
+	return Decision{Reason: ReasonPaused, Wait: true}
+}
+
+// start applies what a due operation's Job needs, in the order a start meets it. A wait keeps
+// the operation as Pending.
+func start(in Input, d Decision) Decision {
+	if !in.Start.Checked {
+		d.CheckStart = true
+		return d
+	}
+	wait := func(reason string, after time.Duration) Decision {
+		return Decision{Reason: reason, Wait: true, RequeueAfter: after, Pending: d.Op}
+	}
+	s := in.Start
+	switch {
+	case s.PolicyInvalid:
+		return wait(captfv1.JobPolicyInvalidReason, 0) // fixing the spec brings the object back
+	case s.ServiceAccountInvalid:
+		return wait(captfv1.JobPolicyInvalidReason, startRecheck)
+	case in.CredentialsMissing:
+		// Even a destroy, which runs with the durable inputs, needs the credentials.
+		return wait(captfv1.CredentialsNotFoundReason, startRecheck)
+	case d.Op == captfv1.OperationRestore && s.BackupInvalid:
+		// Never retried on its own: the operator names another serial or removes the request.
+		return wait(captfv1.RestoreBackupInvalidReason, 0)
+	}
+	if r := s.LastRefusal; r != nil {
+		// Admission refused the Job a moment ago; asking again at once would only be refused
+		// again (and rewrite the object on every try).
+		if left := r.At.Add(startRecheck).Sub(in.Now); left > 0 {
+			return wait(r.Reason, left)
+		}
+	}
+	l := s.Leases
+	switch {
+	case l.RunHeld:
+		return wait(captfv1.WaitingForRunLeaseReason, leaseRecheck)
+	case l.Gate && !l.Cluster && l.ClusterHeld:
+		return wait(captfv1.WaitingForClusterOperationReason, leaseRecheck)
+	case l.Gate && l.Cluster && mutating(d.Op) && l.MembersBusy:
+		w := wait(captfv1.WaitingForMachineOperationsReason, leaseRecheck)
+		w.ClaimLeases = true
+		return w
+	}
+	return d
+}
+
+// mutating operations change infrastructure or state: only they take part in the cluster
+// operation gate.
+func mutating(op captfv1.Operation) bool {
+	return op == captfv1.OperationApply || op == captfv1.OperationDestroy || op == captfv1.OperationRestore
+}
+
+// due is the operation the object needs next, or what it waits for, before its Job's start is
+// considered.
+func due(in Input) Decision {
 	if in.Deleting {
 		return nextDeleting(in)
 	}
@@ -269,7 +415,7 @@ func nextDeleting(in Input) Decision {
 			return Decision{Reason: captfv1.DestroyFailedReason, Wait: true, RequeueAfter: wait}
 		}
 	}
-	if in.Slots.Full {
+	if in.Slots.full() {
 		return Decision{Reason: captfv1.WaitingForJobSlotReason, Wait: true, RequeueAfter: slotRecheck}
 	}
 	return Decision{Op: captfv1.OperationDestroy, Reason: ReasonDestroy}
@@ -284,7 +430,11 @@ func restore(in Input) (Decision, bool) {
 	if !r.BackupFound {
 		return Decision{Reason: captfv1.RestoreBackupNotFoundReason, Wait: true}, true
 	}
-	if in.Slots.Full {
+	if in.InputsHash == "" {
+		// The restore Job runs with the current inputs (its backend and credentials).
+		return Decision{Reason: in.InputsWait, Wait: true}, true
+	}
+	if in.Slots.full() {
 		return Decision{Reason: captfv1.WaitingForJobSlotReason, Wait: true, RequeueAfter: slotRecheck}, true
 	}
 	return Decision{Op: captfv1.OperationRestore, Reason: ReasonRestoreRequested}, true
@@ -335,7 +485,7 @@ func gate(in Input, reason string) Decision {
 
 	switch {
 	case approved:
-		if in.Slots.Full {
+		if in.Slots.full() {
 			return Decision{Reason: captfv1.WaitingForJobSlotReason, Wait: true, RequeueAfter: slotRecheck}
 		}
 		return Decision{Op: captfv1.OperationApply, Reason: ReasonApproved,
@@ -350,7 +500,7 @@ func gate(in Input, reason string) Decision {
 		// The approved plan no longer matched; its replacement waits as a new plan.
 		return Decision{Reason: captfv1.PlanChangedReason, Wait: true, RequeueAfter: blockedRecheck}
 	}
-	if in.Slots.Full {
+	if in.Slots.full() {
 		return Decision{Reason: captfv1.WaitingForJobSlotReason, Wait: true, RequeueAfter: slotRecheck}
 	}
 	if manual {
@@ -403,7 +553,7 @@ func schedule(in Input) Decision {
 	if wait := soonest.at.Sub(in.Now); wait > 0 {
 		return Decision{Reason: ReasonUpToDate, RequeueAfter: wait}
 	}
-	if in.Slots.Busy {
+	if in.Slots.busy() {
 		return Decision{Reason: captfv1.WaitingForJobSlotReason, Wait: true, RequeueAfter: slotRecheck}
 	}
 	return Decision{Op: soonest.op, Reason: soonest.reason}

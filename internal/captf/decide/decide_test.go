@@ -7,9 +7,13 @@ import (
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 )
 
+// This file is the engine's rulebook: one table per group of rules, each case named for the
+// promise it keeps. A change to Next that breaks a promise fails the case that states it.
+
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-// applied is a mutable object whose state matches its inputs: nothing to do.
+// applied is a mutable object whose state matches its inputs, with its start checked and
+// nothing in its way: nothing to do.
 func applied() Input {
 	return Input{
 		Now: t0, UID: "uid-1", Mutable: true,
@@ -18,9 +22,11 @@ func applied() Input {
 		EverApplied: true, InputsHash: "h2:a", DurableInputs: true,
 		FailedJobsHistoryLimit: 3,
 		LastDriftCheck:         t0.Add(-time.Minute), LastRefresh: t0.Add(-time.Minute),
+		Start: Start{Checked: true},
 	}
 }
 
+// fresh is an object never applied.
 func fresh() Input {
 	in := applied()
 	in.State, in.EverApplied, in.DurableInputs = State{}, false, false
@@ -30,208 +36,329 @@ func fresh() Input {
 
 func with(in Input, f func(*Input)) Input { f(&in); return in }
 
-func TestNext(t *testing.T) {
-	approvedPlan := &Plan{Name: "tfc-abc", PlanHash: "p2:x", Reason: captfv1.PlanReasonManual, Approved: true}
-	pendingPlan := &Plan{Name: "tfc-abc", PlanHash: "p2:x", Reason: captfv1.PlanReasonDestructive}
-	failed := func(ago time.Duration) *Run { return &Run{Result: captfv1.RunFailed, FinishedAt: t0.Add(-ago)} }
+type rule struct {
+	promise string
+	in      Input
+	want    Decision
+}
 
-	cases := []struct {
-		name string
-		in   Input
-		want Decision
-	}{
-		// A running Job wins over everything.
-		{"active job waits", with(fresh(), func(i *Input) { i.ActiveJob = true; i.Deleting = true }),
-			Decision{Reason: ReasonJobRunning, Wait: true, RequeueAfter: time.Minute}},
+func check(t *testing.T, next func(Input) Decision, rules []rule) {
+	t.Helper()
+	for _, r := range rules {
+		t.Run(r.promise, func(t *testing.T) {
+			if got := next(r.in); got != r.want {
+				t.Errorf("got\n  %+v\nwant\n  %+v", got, r.want)
+			}
+		})
+	}
+}
 
-		// First apply.
-		{"no state applies", fresh(), Decision{Op: captfv1.OperationApply, Reason: ReasonNoState}},
-		{"no state applies even under Manual", with(fresh(), func(i *Input) { i.ApplyPolicy = captfv1.ApplyPolicyManual }),
-			Decision{Op: captfv1.OperationApply, Reason: ReasonNoState}},
-		{"no state waits for inputs", with(fresh(), func(i *Input) {
+var (
+	applyNow   = Decision{Op: captfv1.OperationApply, Reason: ReasonInputsChanged}
+	slotWait   = Decision{Reason: captfv1.WaitingForJobSlotReason, Wait: true, RequeueAfter: 15 * time.Second}
+	failed     = func(ago time.Duration) *Run { return &Run{Result: captfv1.RunFailed, FinishedAt: t0.Add(-ago)} }
+	changed    = func(i *Input) { i.InputsHash = "h2:b" }
+	manualEdit = func(i *Input) { i.InputsHash, i.ApplyPolicy = "h2:b", captfv1.ApplyPolicyManual }
+)
+
+func TestARunningJobOwnsTheObject(t *testing.T) {
+	running := Decision{Reason: ReasonJobRunning, Wait: true, RequeueAfter: time.Minute}
+	check(t, Next, []rule{
+		{"nothing is decided while a Job runs", with(fresh(), func(i *Input) { i.ActiveJob = true }), running},
+		{"not even a deletion", with(applied(), func(i *Input) { i.ActiveJob, i.Deleting = true, true }), running},
+		{"not a restore", with(applied(), func(i *Input) {
+			i.ActiveJob, i.Restore = true, &Restore{Serial: 4, BackupFound: true}
+		}), running},
+		{"not an approved plan", with(applied(), func(i *Input) {
+			i.ActiveJob, i.InputsHash, i.Plan = true, "h2:b", &Plan{Name: "p", PlanHash: "p2:x", Approved: true}
+		}), running},
+	})
+	check(t, Paused, []rule{
+		{"a paused object looks again while its Job runs", with(applied(), func(i *Input) { i.ActiveJob = true }), running},
+		{"a paused object starts nothing", with(fresh(), func(*Input) {}), Decision{Reason: ReasonPaused, Wait: true}},
+		{"a paused deletion destroys nothing", with(applied(), func(i *Input) { i.Deleting = true }), Decision{Reason: ReasonPaused, Wait: true}},
+	})
+}
+
+func TestFirstApply(t *testing.T) {
+	first := Decision{Op: captfv1.OperationApply, Reason: ReasonNoState}
+	check(t, Next, []rule{
+		{"an object without state applies", fresh(), first},
+		{"the first apply needs no approval, even under Manual", with(fresh(), func(i *Input) { i.ApplyPolicy = captfv1.ApplyPolicyManual }), first},
+		{"inputs that cannot be rendered wait for what they lack", with(fresh(), func(i *Input) {
 			i.InputsHash, i.InputsWait = "", captfv1.WaitingForBootstrapDataReason
 		}), Decision{Reason: captfv1.WaitingForBootstrapDataReason, Wait: true}},
-		{"no state at the job cap waits for a slot", with(fresh(), func(i *Input) { i.Slots.Full = true }),
-			Decision{Reason: captfv1.WaitingForJobSlotReason, Wait: true, RequeueAfter: 15 * time.Second}},
+		{"the first apply waits for a Job slot", with(fresh(), func(i *Input) { i.Slots.Full = true }), slotWait},
+	})
+}
 
-		// Up to date.
-		{"up to date requeues at the drift interval", with(applied(), func(i *Input) { i.DriftInterval = 30 * time.Minute }),
-			Decision{Reason: ReasonUpToDate, RequeueAfter: 30*time.Minute + jitter("uid-1", 30*time.Minute) - 30*time.Minute - time.Minute}},
-		{"up to date without schedules waits for events", applied(), Decision{Reason: ReasonUpToDate}},
+func TestChangedInputs(t *testing.T) {
+	check(t, Next, []rule{
+		{"nothing changed: nothing runs", applied(), Decision{Reason: ReasonUpToDate}},
+		{"changed inputs re-apply a cluster or pool", with(applied(), changed), applyNow},
+		{"a machine is applied once: changed inputs never re-apply it", with(applied(), func(i *Input) {
+			i.Mutable = false
+			changed(i)
+		}), Decision{Reason: ReasonUpToDate}},
+		{"a state without an inputs hash finishes its apply", with(applied(), func(i *Input) { i.State.InputsHash = "" }),
+			Decision{Op: captfv1.OperationApply, Reason: ReasonStateWithoutHash}},
+		{"a machine's unfinished apply is finished too", with(applied(), func(i *Input) { i.Mutable, i.State.InputsHash = false, "" }),
+			Decision{Op: captfv1.OperationApply, Reason: ReasonStateWithoutHash}},
+		{"a change waits for a Job slot", with(applied(), func(i *Input) { changed(i); i.Slots.Full = true }), slotWait},
+	})
+}
 
-		// Changed inputs.
-		{"changed inputs re-apply a cluster", with(applied(), func(i *Input) { i.InputsHash = "h2:b" }),
-			Decision{Op: captfv1.OperationApply, Reason: ReasonInputsChanged}},
-		{"changed inputs never re-apply a machine", with(applied(), func(i *Input) { i.Mutable = false; i.InputsHash = "h2:b" }),
-			Decision{Reason: ReasonUpToDate}},
-		{"state without hash finishes the apply", with(applied(), func(i *Input) { i.State.InputsHash = "" }),
-			Decision{Op: captfv1.OperationApply, Reason: ReasonStateWithoutHash}},
-		{"state without hash finishes a machine's apply too", with(applied(), func(i *Input) { i.Mutable = false; i.State.InputsHash = "" }),
-			Decision{Op: captfv1.OperationApply, Reason: ReasonStateWithoutHash}},
-		{"changed inputs under Manual plan first", with(applied(), func(i *Input) {
-			i.InputsHash, i.ApplyPolicy = "h2:b", captfv1.ApplyPolicyManual
-		}), Decision{Op: captfv1.OperationPlan, Reason: ReasonInputsChanged}},
-		{"pending Manual plan waits for approval", with(applied(), func(i *Input) {
-			i.InputsHash, i.ApplyPolicy = "h2:b", captfv1.ApplyPolicyManual
+func TestManualApproval(t *testing.T) {
+	approved := &Plan{Name: "tfc-abc", PlanHash: "p2:x", Reason: captfv1.PlanReasonManual, Approved: true}
+	check(t, Next, []rule{
+		{"under Manual a change is planned first", with(applied(), manualEdit),
+			Decision{Op: captfv1.OperationPlan, Reason: ReasonInputsChanged}},
+		{"a pending plan waits for approval", with(applied(), func(i *Input) {
+			manualEdit(i)
 			i.Plan = &Plan{Name: "p", PlanHash: "p2:x", Reason: captfv1.PlanReasonManual}
 		}), Decision{Reason: captfv1.PlanAwaitingApprovalReason, Wait: true}},
-		{"approved plan applies what was approved", with(applied(), func(i *Input) {
-			i.InputsHash, i.ApplyPolicy, i.Plan = "h2:b", captfv1.ApplyPolicyManual, approvedPlan
-		}), Decision{Op: captfv1.OperationApply, Reason: ReasonApproved, ExpectPlan: "p2:x", PlanName: "tfc-abc"}},
-		{"terminal plan is not reused: plan again", with(applied(), func(i *Input) {
-			i.InputsHash, i.ApplyPolicy = "h2:b", captfv1.ApplyPolicyManual
+		{"an approved plan applies exactly what was approved", with(applied(), func(i *Input) { manualEdit(i); i.Plan = approved }),
+			Decision{Op: captfv1.OperationApply, Reason: ReasonApproved, ExpectPlan: "p2:x", PlanName: "tfc-abc"}},
+		{"an approved apply waits for a Job slot", with(applied(), func(i *Input) { manualEdit(i); i.Plan, i.Slots.Full = approved, true }), slotWait},
+		{"a terminal plan is never applied again: plan anew", with(applied(), func(i *Input) {
+			manualEdit(i)
 			i.Plan = &Plan{Name: "p", PlanHash: "p2:x", Approved: true, Terminal: true}
 		}), Decision{Op: captfv1.OperationPlan, Reason: ReasonInputsChanged}},
-
-		// Destructive-plan guard.
-		{"blocked destructive apply waits for approval", with(applied(), func(i *Input) {
-			i.InputsHash, i.LastChange = "h2:b", &Run{Result: captfv1.RunBlocked, FinishedAt: t0}
-		}), Decision{Reason: captfv1.DestructivePlanBlockedReason, Wait: true, RequeueAfter: 10 * time.Minute}},
-		{"pending destructive plan waits under Automatic", with(applied(), func(i *Input) {
-			i.InputsHash, i.Plan = "h2:b", pendingPlan
-		}), Decision{Reason: captfv1.DestructivePlanBlockedReason, Wait: true, RequeueAfter: 10 * time.Minute}},
-		{"approved destructive plan applies", with(applied(), func(i *Input) {
-			i.InputsHash, i.LastChange = "h2:b", &Run{Result: captfv1.RunBlocked, FinishedAt: t0}
-			i.Plan = &Plan{Name: "d", PlanHash: "p2:d", Reason: captfv1.PlanReasonDestructive, Approved: true}
-		}), Decision{Op: captfv1.OperationApply, Reason: ReasonApproved, ExpectPlan: "p2:d", PlanName: "d"}},
-		{"approved apply at the job cap waits", with(applied(), func(i *Input) {
-			i.InputsHash, i.Plan, i.Slots.Full = "h2:b", approvedPlan, true
-		}), Decision{Reason: captfv1.WaitingForJobSlotReason, Wait: true, RequeueAfter: 15 * time.Second}},
-		{"plan changed under Automatic waits for the new plan", with(applied(), func(i *Input) {
-			i.InputsHash, i.LastChange = "h2:b", &Run{Result: captfv1.RunPlanChanged, FinishedAt: t0}
-		}), Decision{Reason: captfv1.PlanChangedReason, Wait: true, RequeueAfter: 10 * time.Minute}},
-		{"plan changed under Manual plans again", with(applied(), func(i *Input) {
-			i.InputsHash, i.ApplyPolicy = "h2:b", captfv1.ApplyPolicyManual
+		{"a plan that no longer matched is planned again", with(applied(), func(i *Input) {
+			manualEdit(i)
 			i.LastChange = &Run{Result: captfv1.RunPlanChanged, FinishedAt: t0}
 		}), Decision{Op: captfv1.OperationPlan, Reason: ReasonInputsChanged}},
+	})
+}
 
-		// Retries.
-		{"failed apply backs off one minute", with(applied(), func(i *Input) {
-			i.InputsHash, i.LastChange, i.Failures = "h2:b", failed(20*time.Second), 1
-		}), Decision{Reason: captfv1.ApplyFailedReason, Wait: true, RequeueAfter: 40 * time.Second}},
-		{"second failure backs off two minutes", with(applied(), func(i *Input) {
-			i.InputsHash, i.LastChange, i.Failures = "h2:b", failed(time.Minute), 2
-		}), Decision{Reason: captfv1.ApplyFailedReason, Wait: true, RequeueAfter: time.Minute}},
-		{"at the history limit the backoff is ten minutes", with(applied(), func(i *Input) {
-			i.InputsHash, i.LastChange, i.Failures = "h2:b", failed(5*time.Minute), 3
-		}), Decision{Reason: captfv1.ApplyFailedReason, Wait: true, RequeueAfter: 5 * time.Minute}},
-		{"backoff caps at ten minutes", with(applied(), func(i *Input) {
-			i.InputsHash, i.LastChange, i.Failures, i.FailedJobsHistoryLimit = "h2:b", failed(0), 9, 20
+func TestDestructiveGuard(t *testing.T) {
+	blocked := Decision{Reason: captfv1.DestructivePlanBlockedReason, Wait: true, RequeueAfter: 10 * time.Minute}
+	check(t, Next, []rule{
+		{"a blocked destructive apply waits for approval", with(applied(), func(i *Input) {
+			changed(i)
+			i.LastChange = &Run{Result: captfv1.RunBlocked, FinishedAt: t0}
+		}), blocked},
+		{"a pending destructive plan waits under Automatic too", with(applied(), func(i *Input) {
+			changed(i)
+			i.Plan = &Plan{Name: "tfc-abc", PlanHash: "p2:x", Reason: captfv1.PlanReasonDestructive}
+		}), blocked},
+		{"an approved destructive plan applies what was approved", with(applied(), func(i *Input) {
+			changed(i)
+			i.LastChange = &Run{Result: captfv1.RunBlocked, FinishedAt: t0}
+			i.Plan = &Plan{Name: "d", PlanHash: "p2:d", Reason: captfv1.PlanReasonDestructive, Approved: true}
+		}), Decision{Op: captfv1.OperationApply, Reason: ReasonApproved, ExpectPlan: "p2:d", PlanName: "d"}},
+		{"an approved plan that no longer matched waits for its replacement", with(applied(), func(i *Input) {
+			changed(i)
+			i.LastChange = &Run{Result: captfv1.RunPlanChanged, FinishedAt: t0}
+		}), Decision{Reason: captfv1.PlanChangedReason, Wait: true, RequeueAfter: 10 * time.Minute}},
+	})
+}
+
+func TestFailuresBackOff(t *testing.T) {
+	check(t, Next, []rule{
+		{"a failed apply waits a minute", with(applied(), func(i *Input) { changed(i); i.LastChange, i.Failures = failed(20*time.Second), 1 }),
+			Decision{Reason: captfv1.ApplyFailedReason, Wait: true, RequeueAfter: 40 * time.Second}},
+		{"the second failure waits two", with(applied(), func(i *Input) { changed(i); i.LastChange, i.Failures = failed(time.Minute), 2 }),
+			Decision{Reason: captfv1.ApplyFailedReason, Wait: true, RequeueAfter: time.Minute}},
+		{"from the history limit on it waits ten", with(applied(), func(i *Input) { changed(i); i.LastChange, i.Failures = failed(5*time.Minute), 3 }),
+			Decision{Reason: captfv1.ApplyFailedReason, Wait: true, RequeueAfter: 5 * time.Minute}},
+		{"the backoff never passes ten minutes", with(applied(), func(i *Input) {
+			changed(i)
+			i.LastChange, i.Failures, i.FailedJobsHistoryLimit = failed(0), 9, 20
 		}), Decision{Reason: captfv1.ApplyFailedReason, Wait: true, RequeueAfter: 10 * time.Minute}},
-		{"after the backoff the apply retries", with(applied(), func(i *Input) {
-			i.InputsHash, i.LastChange, i.Failures = "h2:b", failed(2*time.Minute), 1
-		}), Decision{Op: captfv1.OperationApply, Reason: ReasonRetry}},
-		{"a failed first apply retries as an apply under Manual", with(fresh(), func(i *Input) {
+		{"after the backoff the apply retries", with(applied(), func(i *Input) { changed(i); i.LastChange, i.Failures = failed(2*time.Minute), 1 }),
+			Decision{Op: captfv1.OperationApply, Reason: ReasonRetry}},
+		{"a failed first apply retries as an apply, even under Manual", with(fresh(), func(i *Input) {
 			i.ApplyPolicy, i.LastChange, i.Failures = captfv1.ApplyPolicyManual, failed(2*time.Minute), 1
 		}), Decision{Op: captfv1.OperationApply, Reason: ReasonRetry}},
+		{"a failed destroy backs off too", with(applied(), func(i *Input) { i.Deleting, i.LastChange, i.Failures = true, failed(30*time.Second), 1 }),
+			Decision{Reason: captfv1.DestroyFailedReason, Wait: true, RequeueAfter: 30 * time.Second}},
+		{"and retries after it", with(applied(), func(i *Input) { i.Deleting, i.LastChange, i.Failures = true, failed(90*time.Second), 1 }),
+			Decision{Op: captfv1.OperationDestroy, Reason: ReasonDestroy}},
+	})
+}
 
-		// Drift.
-		{"drift check due", with(applied(), func(i *Input) {
-			i.DriftInterval, i.LastDriftCheck = 30*time.Minute, t0.Add(-time.Hour)
-		}), Decision{Op: captfv1.OperationDrift, Reason: ReasonDriftDue}},
-		{"drift check waits when the slots are busy", with(applied(), func(i *Input) {
-			i.DriftInterval, i.LastDriftCheck, i.Slots.Busy = 30*time.Minute, t0.Add(-time.Hour), true
-		}), Decision{Reason: captfv1.WaitingForJobSlotReason, Wait: true, RequeueAfter: 15 * time.Second}},
-		{"drift with Remediate re-applies", with(applied(), func(i *Input) {
-			i.DriftFound, i.DriftAction = true, captfv1.DriftActionRemediate
-		}), Decision{Op: captfv1.OperationApply, Reason: ReasonDriftRemediation}},
-		{"drift with Report does not", with(applied(), func(i *Input) {
-			i.DriftFound, i.DriftAction = true, captfv1.DriftActionReport
-		}), Decision{Reason: ReasonUpToDate}},
-		{"remediation stops at the cap", with(applied(), func(i *Input) {
+func TestDrift(t *testing.T) {
+	due := func(i *Input) { i.DriftInterval, i.LastDriftCheck = 30*time.Minute, t0.Add(-time.Hour) }
+	check(t, Next, []rule{
+		{"an up-to-date object looks again at its drift interval (with its jitter)", with(applied(), func(i *Input) { i.DriftInterval = 30 * time.Minute }),
+			Decision{Reason: ReasonUpToDate, RequeueAfter: jitter("uid-1", 30*time.Minute) - time.Minute}},
+		{"without schedules it waits for events", applied(), Decision{Reason: ReasonUpToDate}},
+		{"a due drift check runs", with(applied(), due), Decision{Op: captfv1.OperationDrift, Reason: ReasonDriftDue}},
+		{"background work yields above 80% of a cap", with(applied(), func(i *Input) { due(i); i.Slots.Busy = true }), slotWait},
+		{"drift with Remediate re-applies", with(applied(), func(i *Input) { i.DriftFound, i.DriftAction = true, captfv1.DriftActionRemediate }),
+			Decision{Op: captfv1.OperationApply, Reason: ReasonDriftRemediation}},
+		{"drift with Report only reports", with(applied(), func(i *Input) { i.DriftFound, i.DriftAction = true, captfv1.DriftActionReport }),
+			Decision{Reason: ReasonUpToDate}},
+		{"remediation stops after the history limit's failures", with(applied(), func(i *Input) {
 			i.DriftFound, i.DriftAction, i.DriftRemediations = true, captfv1.DriftActionRemediate, 3
 		}), Decision{Reason: ReasonUpToDate}},
 		{"machines never remediate", with(applied(), func(i *Input) {
 			i.Mutable, i.DriftFound, i.DriftAction = false, true, captfv1.DriftActionRemediate
 		}), Decision{Reason: ReasonUpToDate}},
+	})
+}
 
-		// Refreshes.
-		{"pending health refreshes after 30s", with(applied(), func(i *Input) {
-			i.HealthPending, i.LastRefresh = true, t0.Add(-31*time.Second)
-		}), Decision{Op: captfv1.OperationRefresh, Reason: ReasonHealthPending}},
-		{"pending health backs off to the cap", with(applied(), func(i *Input) {
+func TestRefreshes(t *testing.T) {
+	check(t, Next, []rule{
+		{"pending health refreshes after 30 s", with(applied(), func(i *Input) { i.HealthPending, i.LastRefresh = true, t0.Add(-31*time.Second) }),
+			Decision{Op: captfv1.OperationRefresh, Reason: ReasonHealthPending}},
+		{"pending health backs off to five minutes", with(applied(), func(i *Input) {
 			i.HealthPending, i.PendingRefreshes, i.LastRefresh = true, 8, t0.Add(-4*time.Minute)
 		}), Decision{Reason: ReasonUpToDate, RequeueAfter: time.Minute}},
-		{"pool membership refresh", with(applied(), func(i *Input) {
+		{"a pool's membership is refreshed at its interval", with(applied(), func(i *Input) {
 			i.MembershipInterval, i.LastRefresh = time.Minute, t0.Add(-2*time.Minute)
 		}), Decision{Op: captfv1.OperationRefresh, Reason: ReasonMembershipRefresh}},
+	})
+}
 
-		// Unreadable or lost state.
-		{"encrypted state waits", with(applied(), func(i *Input) { i.State.Unreadable = captfv1.StateEncryptedReason }),
-			Decision{Reason: captfv1.StateEncryptedReason, Wait: true, RequeueAfter: time.Minute}},
-		{"corrupt state never applies new inputs", with(applied(), func(i *Input) {
-			i.State.Unreadable, i.InputsHash = captfv1.StateCorruptReason, "h2:b"
-		}), Decision{Reason: captfv1.StateCorruptReason, Wait: true, RequeueAfter: time.Minute}},
-		{"lost state is never re-applied", with(applied(), func(i *Input) { i.State = State{} }),
-			Decision{Reason: ReasonStateLost, Wait: true, RequeueAfter: time.Minute}},
+func TestUntrustedStateHoldsEverything(t *testing.T) {
+	hold := func(reason string) Decision { return Decision{Reason: reason, Wait: true, RequeueAfter: time.Minute} }
+	check(t, Next, []rule{
+		{"an encrypted state runs nothing", with(applied(), func(i *Input) { i.State.Unreadable = captfv1.StateEncryptedReason }),
+			hold(captfv1.StateEncryptedReason)},
+		{"a corrupt state never applies new inputs", with(applied(), func(i *Input) { i.State.Unreadable = captfv1.StateCorruptReason; changed(i) }),
+			hold(captfv1.StateCorruptReason)},
+		{"a lost state is never re-applied (that would build a second set)", with(applied(), func(i *Input) { i.State = State{} }),
+			hold(ReasonStateLost)},
+		{"a lost state holds its deletion", with(applied(), func(i *Input) { i.Deleting, i.State = true, State{} }), hold(ReasonStateLost)},
+		{"an unreadable state holds its deletion", with(applied(), func(i *Input) { i.Deleting, i.State.Unreadable = true, captfv1.StateEncryptedReason }),
+			hold(captfv1.StateEncryptedReason)},
+	})
+}
 
-		// Restore.
-		{"restore of an existing backup", with(applied(), func(i *Input) {
-			i.Restore = &Restore{Serial: 4, BackupFound: true}
-			i.InputsHash = "h2:b"
-		}), Decision{Op: captfv1.OperationRestore, Reason: ReasonRestoreRequested}},
-		{"restore repairs a corrupt state", with(applied(), func(i *Input) {
-			i.State.Unreadable, i.Restore = captfv1.StateCorruptReason, &Restore{Serial: 4, BackupFound: true}
-		}), Decision{Op: captfv1.OperationRestore, Reason: ReasonRestoreRequested}},
-		{"restore of a lost state", with(applied(), func(i *Input) {
-			i.State, i.Restore = State{}, &Restore{Serial: 4, BackupFound: true}
-		}), Decision{Op: captfv1.OperationRestore, Reason: ReasonRestoreRequested}},
-		{"restore without a backup waits", with(applied(), func(i *Input) { i.Restore = &Restore{Serial: 4} }),
+func TestRestore(t *testing.T) {
+	restore := Decision{Op: captfv1.OperationRestore, Reason: ReasonRestoreRequested}
+	backup := &Restore{Serial: 4, BackupFound: true}
+	check(t, Next, []rule{
+		{"a requested backup is restored, before any change", with(applied(), func(i *Input) { i.Restore = backup; changed(i) }), restore},
+		{"a restore repairs a corrupt state", with(applied(), func(i *Input) { i.State.Unreadable, i.Restore = captfv1.StateCorruptReason, backup }), restore},
+		{"a restore brings back a lost state", with(applied(), func(i *Input) { i.State, i.Restore = State{}, backup }), restore},
+		{"a held deletion may restore first", with(applied(), func(i *Input) { i.Deleting, i.State, i.Restore = true, State{}, backup }), restore},
+		{"a readable state ignores a restore while deleting", with(applied(), func(i *Input) { i.Deleting, i.Restore = true, backup }),
+			Decision{Op: captfv1.OperationDestroy, Reason: ReasonDestroy}},
+		{"a missing backup waits for the request to change", with(applied(), func(i *Input) { i.Restore = &Restore{Serial: 4} }),
 			Decision{Reason: captfv1.RestoreBackupNotFoundReason, Wait: true}},
-		{"a restored serial is not restored again", with(applied(), func(i *Input) {
-			i.Restore = &Restore{Serial: 4, BackupFound: true, Done: true}
-		}), Decision{Reason: ReasonUpToDate}},
+		{"a restore waits for the inputs its Job runs with", with(applied(), func(i *Input) {
+			i.Restore, i.InputsHash, i.InputsWait = backup, "", captfv1.VariablesSourceNotFoundReason
+		}), Decision{Reason: captfv1.VariablesSourceNotFoundReason, Wait: true}},
+		{"a serial is restored once", with(applied(), func(i *Input) { i.Restore = &Restore{Serial: 4, BackupFound: true, Done: true} }),
+			Decision{Reason: ReasonUpToDate}},
+		{"a restore waits for a Job slot", with(applied(), func(i *Input) { i.Restore, i.Slots.Full = backup, true }), slotWait},
+	})
+}
 
-		// Deletion.
-		{"deleting destroys", with(applied(), func(i *Input) { i.Deleting = true }),
-			Decision{Op: captfv1.OperationDestroy, Reason: ReasonDestroy}},
-		{"deleting destroys even with changed inputs", with(applied(), func(i *Input) { i.Deleting, i.InputsHash = true, "" }),
-			Decision{Op: captfv1.OperationDestroy, Reason: ReasonDestroy}},
-		{"deleting cluster waits for its machines", with(applied(), func(i *Input) { i.Deleting, i.DependentsExist = true, true }),
+func TestDeletion(t *testing.T) {
+	destroy := Decision{Op: captfv1.OperationDestroy, Reason: ReasonDestroy}
+	deleting := func(i *Input) { i.Deleting = true }
+	check(t, Next, []rule{
+		{"a deleted object destroys", with(applied(), deleting), destroy},
+		{"with the inputs it was applied with, whatever the current ones", with(applied(), func(i *Input) { i.Deleting, i.InputsHash = true, "" }), destroy},
+		{"a cluster waits for its machines and pools", with(applied(), func(i *Input) { i.Deleting, i.DependentsExist = true, true }),
 			Decision{Reason: captfv1.DependentsExistReason, Wait: true, RequeueAfter: time.Minute}},
-		{"Retain keeps everything", with(applied(), func(i *Input) {
-			i.Deleting, i.DeletionPolicy = true, captfv1.DeletionPolicyRetain
-		}), Decision{Reason: ReasonRetain, Retain: true}},
-		{"never applied: finalizer goes", with(fresh(), func(i *Input) { i.Deleting = true }),
+		{"Retain keeps everything and lets the finalizer go", with(applied(), func(i *Input) { deleting(i); i.DeletionPolicy = captfv1.DeletionPolicyRetain }),
+			Decision{Reason: ReasonRetain, Retain: true}},
+		{"never applied: the finalizer goes", with(fresh(), deleting), Decision{Reason: ReasonNothingToDestroy, Finalize: true}},
+		{"an empty state: the finalizer goes", with(applied(), func(i *Input) { i.Deleting, i.State.Resources = true, 0 }),
 			Decision{Reason: ReasonNothingToDestroy, Finalize: true}},
-		{"empty state: finalizer goes", with(applied(), func(i *Input) { i.Deleting, i.State.Resources = true, 0 }),
-			Decision{Reason: ReasonNothingToDestroy, Finalize: true}},
-		{"lost state holds the deletion", with(applied(), func(i *Input) { i.Deleting, i.State = true, State{} }),
-			Decision{Reason: ReasonStateLost, Wait: true, RequeueAfter: time.Minute}},
-		{"unreadable state holds the deletion", with(applied(), func(i *Input) {
-			i.Deleting, i.State.Unreadable = true, captfv1.StateEncryptedReason
-		}), Decision{Reason: captfv1.StateEncryptedReason, Wait: true, RequeueAfter: time.Minute}},
-		{"held deletion may restore first", with(applied(), func(i *Input) {
-			i.Deleting, i.State, i.Restore = true, State{}, &Restore{Serial: 4, BackupFound: true}
-		}), Decision{Op: captfv1.OperationRestore, Reason: ReasonRestoreRequested}},
-		{"readable state ignores a restore while deleting", with(applied(), func(i *Input) {
-			i.Deleting, i.Restore = true, &Restore{Serial: 4, BackupFound: true}
-		}), Decision{Op: captfv1.OperationDestroy, Reason: ReasonDestroy}},
-		{"a machine without its applied inputs cannot destroy", with(applied(), func(i *Input) {
+		{"a machine without the inputs it was applied with is never destroyed with others", with(applied(), func(i *Input) {
 			i.Deleting, i.Mutable, i.DurableInputs = true, false, false
 		}), Decision{Reason: ReasonDurableInputsGone, Wait: true, RequeueAfter: time.Minute}},
-		{"a cluster without durable inputs destroys with current ones", with(applied(), func(i *Input) {
-			i.Deleting, i.DurableInputs = true, false
-		}), Decision{Op: captfv1.OperationDestroy, Reason: ReasonDestroy}},
-		{"a cluster without any inputs waits", with(applied(), func(i *Input) {
+		{"a cluster without durable inputs destroys with its current ones", with(applied(), func(i *Input) { i.Deleting, i.DurableInputs = true, false }), destroy},
+		{"a cluster without any inputs waits for them", with(applied(), func(i *Input) {
 			i.Deleting, i.DurableInputs, i.InputsHash, i.InputsWait = true, false, "", captfv1.WaitingForOwnerReason
 		}), Decision{Reason: captfv1.WaitingForOwnerReason, Wait: true, RequeueAfter: time.Minute}},
-		{"failed destroy backs off", with(applied(), func(i *Input) {
-			i.Deleting, i.LastChange, i.Failures = true, failed(30*time.Second), 1
-		}), Decision{Reason: captfv1.DestroyFailedReason, Wait: true, RequeueAfter: 30 * time.Second}},
-		{"failed destroy retries after the backoff", with(applied(), func(i *Input) {
-			i.Deleting, i.LastChange, i.Failures = true, failed(90*time.Second), 1
-		}), Decision{Op: captfv1.OperationDestroy, Reason: ReasonDestroy}},
-		{"destroy waits for a slot", with(applied(), func(i *Input) { i.Deleting, i.Slots.Full = true, true }),
-			Decision{Reason: captfv1.WaitingForJobSlotReason, Wait: true, RequeueAfter: 15 * time.Second}},
+		{"a destroy waits for a Job slot", with(applied(), func(i *Input) { i.Deleting, i.Slots.Full = true, true }), slotWait},
+	})
+}
+
+func TestJobCapsFailClosed(t *testing.T) {
+	uncounted := func(i *Input) { i.Slots = Slots{Uncounted: true} }
+	check(t, Next, []rule{
+		{"Jobs that cannot be counted keep an apply waiting", with(applied(), func(i *Input) { changed(i); uncounted(i) }), slotWait},
+		{"and a first apply", with(fresh(), uncounted), slotWait},
+		{"and a destroy", with(applied(), func(i *Input) { deleting(i); uncounted(i) }), slotWait},
+		{"and a restore", with(applied(), func(i *Input) { i.Restore = &Restore{Serial: 4, BackupFound: true}; uncounted(i) }), slotWait},
+		{"and background work", with(applied(), func(i *Input) { i.DriftInterval, i.LastDriftCheck = time.Minute, t0.Add(-time.Hour); uncounted(i) }), slotWait},
+		{"a finalizer with nothing to destroy still goes", with(fresh(), func(i *Input) { deleting(i); uncounted(i) }),
+			Decision{Reason: ReasonNothingToDestroy, Finalize: true}},
+	})
+}
+
+func deleting(i *Input) { i.Deleting = true }
+
+func TestAStartIsCheckedFirst(t *testing.T) {
+	unchecked := func(i *Input) { i.Start = Start{} }
+	pending := func(op captfv1.Operation, reason string, after time.Duration) Decision {
+		return Decision{Reason: reason, Wait: true, RequeueAfter: after, Pending: op}
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Next(tc.in); got != tc.want {
-				t.Errorf("Next() =\n  %+v\nwant\n  %+v", got, tc.want)
-			}
-		})
+	apply := captfv1.OperationApply
+	check(t, Next, []rule{
+		{"a due operation is not started before its start is checked", with(applied(), func(i *Input) { changed(i); unchecked(i) }),
+			Decision{Op: apply, Reason: ReasonInputsChanged, CheckStart: true}},
+		{"a checked start with nothing in its way starts", with(applied(), changed), applyNow},
+		{"an object with nothing due checks nothing", with(applied(), unchecked), Decision{Reason: ReasonUpToDate}},
+		{"an invalid Job policy waits for the spec to be fixed", with(applied(), func(i *Input) { changed(i); i.Start.PolicyInvalid = true }),
+			pending(apply, captfv1.JobPolicyInvalidReason, 0)},
+		{"a ServiceAccount that may not run Jobs is looked at again every minute", with(applied(), func(i *Input) {
+			changed(i)
+			i.Start.ServiceAccountInvalid = true
+		}), pending(apply, captfv1.JobPolicyInvalidReason, time.Minute)},
+		{"missing credentials wait a minute", with(applied(), func(i *Input) { changed(i); i.CredentialsMissing = true }),
+			pending(apply, captfv1.CredentialsNotFoundReason, time.Minute)},
+		{"even a destroy, which runs with the durable inputs, needs the credentials", with(applied(), func(i *Input) {
+			deleting(i)
+			i.CredentialsMissing = true
+		}), pending(captfv1.OperationDestroy, captfv1.CredentialsNotFoundReason, time.Minute)},
+		{"a backup that fails its checks is never pushed", with(applied(), func(i *Input) {
+			i.Restore, i.Start.BackupInvalid = &Restore{Serial: 4, BackupFound: true}, true
+		}), pending(captfv1.OperationRestore, captfv1.RestoreBackupInvalidReason, 0)},
+		{"only a restore reads the backup check", with(applied(), func(i *Input) { changed(i); i.Start.BackupInvalid = true }), applyNow},
+		{"quota refusal waits a minute", with(applied(), func(i *Input) {
+			changed(i)
+			i.Start.LastRefusal = &Refusal{Reason: captfv1.QuotaExceededReason, At: t0.Add(-20 * time.Second)}
+		}), pending(apply, captfv1.QuotaExceededReason, 40*time.Second)},
+		{"a minute after the refusal the Job is asked for again", with(applied(), func(i *Input) {
+			changed(i)
+			i.Start.LastRefusal = &Refusal{Reason: captfv1.QuotaExceededReason, At: t0.Add(-time.Minute)}
+		}), applyNow},
+		{"a run lease held by a Job not listed yet waits 30 s", with(applied(), func(i *Input) { changed(i); i.Start.Leases.RunHeld = true }),
+			pending(apply, captfv1.WaitingForRunLeaseReason, 30*time.Second)},
+	})
+}
+
+func TestClusterOperationGate(t *testing.T) {
+	gated := func(cluster bool) func(*Input) {
+		return func(i *Input) { i.Start.Leases.Gate, i.Start.Leases.Cluster = true, cluster }
 	}
+	clusterWaits := Decision{Reason: captfv1.WaitingForMachineOperationsReason, Wait: true, RequeueAfter: 30 * time.Second,
+		Pending: captfv1.OperationApply, ClaimLeases: true}
+	check(t, Next, []rule{
+		{"a member waits while its cluster's mutating Job runs", with(applied(), func(i *Input) {
+			changed(i)
+			gated(false)(i)
+			i.Start.Leases.ClusterHeld = true
+		}), Decision{Reason: captfv1.WaitingForClusterOperationReason, Wait: true, RequeueAfter: 30 * time.Second, Pending: captfv1.OperationApply}},
+		{"a member's read-only work waits for the cluster too", with(applied(), func(i *Input) {
+			i.DriftInterval, i.LastDriftCheck = time.Minute, t0.Add(-time.Hour)
+			gated(false)(i)
+			i.Start.Leases.ClusterHeld = true
+		}), Decision{Reason: captfv1.WaitingForClusterOperationReason, Wait: true, RequeueAfter: 30 * time.Second, Pending: captfv1.OperationDrift}},
+		{"a cluster's apply waits for its members' mutating Jobs and claims its leases (writers are preferred)", with(applied(), func(i *Input) {
+			changed(i)
+			gated(true)(i)
+			i.Start.Leases.MembersBusy = true
+		}), clusterWaits},
+		{"a cluster's read-only work does not wait for its members", with(applied(), func(i *Input) {
+			i.DriftInterval, i.LastDriftCheck = time.Minute, t0.Add(-time.Hour)
+			gated(true)(i)
+			i.Start.Leases.MembersBusy = true
+		}), Decision{Op: captfv1.OperationDrift, Reason: ReasonDriftDue}},
+		{"without the gate nobody waits for the other", with(applied(), func(i *Input) {
+			changed(i)
+			i.Start.Leases.ClusterHeld, i.Start.Leases.MembersBusy = true, true
+		}), applyNow},
+	})
 }
 
 func TestJitterIsBoundedAndStable(t *testing.T) {
