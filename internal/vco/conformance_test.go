@@ -2,6 +2,7 @@ package vco_test
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -253,6 +254,10 @@ func runScenario(t *testing.T, e *env) {
 	imgID, err := op.CreateImage(ctx, loc, vco.CreateImageRequest{Name: "custom", URL: "https://images.example/custom.qcow2", MemoryMiB: 1024, BootDiskGiB: 10, BootType: "bios", OSType: "Linux", OSName: "Ubuntu"})
 	check(err)
 	check(op.DeleteImage(ctx, loc, imgID, false))
+	check(op.PublishImage(ctx, loc, img))
+	if err := c.PublishImage(ctx, loc, img); !errors.Is(err, vco.ErrForbidden) {
+		t.Fatalf("a cluster credential published an image: %v", err)
+	}
 
 	vm, _, err := c.EnsureVM(ctx, a.ID, vco.CreateVMRequest{Name: "cp-0", VCPUs: 2, MemoryMiB: 4096, ImageID: img, BootDiskGiB: 20,
 		DataDisksGiB: []int{5}, UserData: "#cloud-config\nruncmd: [kubeadm init]\n"})
@@ -392,7 +397,6 @@ func runScenario(t *testing.T, e *env) {
 		{"GET", base + "/service-accounts/" + vcosim.SeedClusterPrinc + "/jwt", ""},
 		{"POST", base + "/locations/" + loc + "/vgpus/" + spare, ""},
 		{"DELETE", base + "/locations/" + loc + "/vgpus/" + spare + "?permanently=false", ""},
-		{"PUT", "/api/1/admin/locations/" + loc + "/vm-images/" + itoa(img) + "/public", ""},
 		{"GET", "/iam/v1/oauth/jwt/refresh", ""},
 		{"GET", "/sim/v1/state", ""},
 		{"GET", "/sim/v1/billing", ""},

@@ -41,6 +41,7 @@ type Images interface {
 	FindImage(ctx context.Context, location, name string) (Image, error)
 	CreateImage(ctx context.Context, location string, req CreateImageRequest) (int, error)
 	DeleteImage(ctx context.Context, location string, id int, permanently bool) error
+	PublishImage(ctx context.Context, location string, id int) error
 }
 
 // Disks manages location-scoped disks and their attachment to VMs.

@@ -20,13 +20,16 @@ var (
 	opGetImage    = get("GetImage", pathImage)
 	opCreateImage = post("CreateImage", pathImages)
 	opDeleteImage = del("DeleteImage", pathImage)
-	opListDisks   = get("ListDisks", pathDisks)
-	opCreateDisk  = post("CreateDisk", pathDisks)
-	opGetDisk     = get("GetDisk", pathDisk)
-	opDeleteDisk  = del("DeleteDisk", pathDisk)
-	opListVMDisks = get("ListVMDisks", pathVM+"/disks")
-	opAttachDisk  = post("AttachDisk", pathVM+"/disks")
-	opDetachDisk  = del("DetachDisk", pathVM+"/disks/{disk_id}")
+	// The operator's publish call is not in the customer swagger (vco-api.md gap 7); this is
+	// the simulator's path for it.
+	opPublishImage = put("PublishImage", "/admin/locations/{location}/vm-images/{image_id}/public")
+	opListDisks    = get("ListDisks", pathDisks)
+	opCreateDisk   = post("CreateDisk", pathDisks)
+	opGetDisk      = get("GetDisk", pathDisk)
+	opDeleteDisk   = del("DeleteDisk", pathDisk)
+	opListVMDisks  = get("ListVMDisks", pathVM+"/disks")
+	opAttachDisk   = post("AttachDisk", pathVM+"/disks")
+	opDetachDisk   = del("DetachDisk", pathVM+"/disks/{disk_id}")
 )
 
 // Image is a VM image of one location; the same OS has a different id in every location.
@@ -95,6 +98,12 @@ func (c *Client) CreateImage(ctx context.Context, location string, req CreateIma
 	}
 	img, err := c.FindImage(ctx, location, req.Name)
 	return img.ID, err
+}
+
+// PublishImage makes an image of a location public, visible to every customer there. It is an
+// operator action: any other credential gets ErrForbidden.
+func (c *Client) PublishImage(ctx context.Context, location string, id int) error {
+	return c.do(ctx, opPublishImage, call{path: args(location, itoa(id))}, nil)
 }
 
 // DeleteImage deletes one of the customer's images.

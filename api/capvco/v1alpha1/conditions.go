@@ -27,6 +27,10 @@ const (
 	// spec.geo.locationImages (images are per location and do not travel).
 	LocationImagesReadyCondition = "LocationImagesReady"
 
+	// RegistryCertificateReadyCondition reports the registry certificate in the platform's SSL
+	// certificate store, when spec.registry.certificateSecretRef is set.
+	RegistryCertificateReadyCondition = "RegistryCertificateReady"
+
 	// VMReadyCondition reports the machine's VM.
 	VMReadyCondition = "VMReady"
 	// GPUsReadyCondition reports the machine's vGPU reservations.
@@ -51,8 +55,21 @@ const (
 	// NotFoundReason: the resource was recorded in status but the platform no longer has it
 	// (deleted out of band). It is reported and never silently recreated.
 	NotFoundReason = "NotFound"
+	// BootstrapDataUnsupportedReason: the VM's user_data cannot be built: spec.gpu.driverVersion
+	// is not a driver branch, or the bootstrap data cannot carry the driver install (Ignition,
+	// gzip, or not a cloud-init type). No VM is created until the spec or the data changes.
+	BootstrapDataUnsupportedReason = "BootstrapDataUnsupported"
 	// LocationImageMissingReason: a site's location has no entry in spec.geo.locationImages.
 	LocationImageMissingReason = "LocationImageMissing"
+	// LocationImageNotVisibleReason: an image of spec.geo.locationImages is not visible to the
+	// cluster's credential and no operator credential published it.
+	LocationImageNotVisibleReason = "LocationImageNotVisible"
+	// OperatorCredentialForbiddenReason: the platform answered 403 to an operator action
+	// (publishing an image, writing the SSL certificate store) with the credential used.
+	OperatorCredentialForbiddenReason = "OperatorCredentialForbidden"
+	// CertificateInvalidReason: the registry certificate Secret is missing or holds no usable
+	// PEM certificate and key.
+	CertificateInvalidReason = "CertificateInvalid"
 	// ConnectingReason: a connected-cloudspace link exists but its tunnel is not up yet.
 	ConnectingReason = "Connecting"
 	// NotRequestedReason: the spec does not ask for this (no dns, a single site, no gpu).
@@ -71,4 +88,11 @@ const (
 	AdoptedLiveCloudspaceEvent = "AdoptedLiveCloudspace"
 	// VMNotFoundEvent is the Warning event emitted when a machine's VM disappeared out of band.
 	VMNotFoundEvent = "VMNotFound"
+	// LocationImagePublishedEvent is the Normal event emitted when the controller published an
+	// image of spec.geo.locationImages with the operator credential.
+	LocationImagePublishedEvent = "LocationImagePublished"
+	// RegistryCertificateLeftEvent is the Warning event emitted when teardown had to leave the
+	// registry certificate in the platform's SSL certificate store (the credential may not
+	// delete it).
+	RegistryCertificateLeftEvent = "RegistryCertificateLeft"
 )

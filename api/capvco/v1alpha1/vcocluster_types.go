@@ -127,8 +127,9 @@ type GeoSpec struct {
 	// +kubebuilder:validation:MaxProperties=16
 	LocationImages map[string]int64 `json:"locationImages,omitempty"`
 
-	// imagePublishCredentialSecretRef names an operator credential used to publish images to
-	// other locations (a customer credential gets 403 there).
+	// imagePublishCredentialSecretRef names an operator credential used to publish the images
+	// of locationImages that the cluster's credential cannot see yet, so that every site's
+	// location has its image (a customer credential gets 403 there).
 	// +optional
 	ImagePublishCredentialSecretRef *corev1.LocalObjectReference `json:"imagePublishCredentialSecretRef,omitempty"`
 }
@@ -166,8 +167,14 @@ type SRIOVSpec struct {
 
 // RegistrySpec configures the registry certificate.
 type RegistrySpec struct {
+	// certificateSecretRef names a kubernetes.io/tls Secret (keys tls.crt and tls.key) with the
+	// registry's certificate. The controller uploads it to the platform's SSL certificate store
+	// under the certificate's domain and replaces the stored one when the Secret changes.
+	// +optional
+	CertificateSecretRef *corev1.LocalObjectReference `json:"certificateSecretRef,omitempty"`
+
 	// certCredentialSecretRef names an operator credential for the SSL-certificate store
-	// (a customer credential gets 403 there).
+	// (a customer credential gets 403 there). Without it the cluster's credential is tried.
 	// +optional
 	CertCredentialSecretRef *corev1.LocalObjectReference `json:"certCredentialSecretRef,omitempty"`
 }

@@ -46,6 +46,8 @@ type clusterProvider struct {
 	// that a reconcile reading a cache older than its own status patch does not mistake its
 	// own cloudspace for an adopted one.
 	created sync.Map
+	// operator remembers the outcomes of the operator-privileged actions (operator.go).
+	operator memo
 }
 
 // waitPoll is how soon a reconcile looks again at something the platform is still doing.
@@ -58,6 +60,8 @@ type clusterObserved struct {
 	// sitesDone: every site's cloudspace was looked at (and all are deployed).
 	sitesDone      bool
 	missingImages  []string
+	images         *imagesObserved
+	registry       *registryObserved
 	lbErr          error
 	lbDone         bool
 	membersErr     error
@@ -93,11 +97,7 @@ func clusterName(s *clusterScope) string {
 }
 
 func (p *clusterProvider) api(ctx context.Context, vc *capvcov1.VCOCluster) (platform.Client, error) {
-	creds, err := platform.Credentials(ctx, p.client, vc.Namespace, vc.Spec.CredentialsRef.Name)
-	if err != nil {
-		return nil, err
-	}
-	return p.platform.Client(creds)
+	return platform.ClientFor(ctx, p.client, p.platform, vc.Namespace, vc.Spec.CredentialsRef.Name)
 }
 
 // ReconcileNormal provisions the sites' cloudspaces, the control-plane endpoint, DNS and the
@@ -112,6 +112,8 @@ func (p *clusterProvider) ReconcileNormal(ctx context.Context, s *clusterScope) 
 	}
 	cluster := clusterName(s)
 	obs.missingImages = decide.MissingLocationImages(vc.Spec)
+	obs.images = p.reconcileLocationImages(ctx, vc, api)
+	obs.registry = p.reconcileRegistryCertificate(ctx, vc)
 
 	for _, site := range decide.Sites(vc.Spec) {
 		so := siteObserved{site: site}
@@ -239,6 +241,7 @@ const (
 	stepGPUs
 	stepLoadBalancer
 	stepDNS
+	stepRegistryCertificate
 	stepLinks
 	stepCloudspaces
 	stepDone
@@ -250,6 +253,7 @@ var stepNames = [...]string{
 	"releasing the cluster's vGPU reservations",
 	"deleting the control-plane load balancer and server pool",
 	"deleting the DNS record",
+	"deleting the registry certificate from the SSL certificate store",
 	"deleting the connected-cloudspace links",
 	"deleting the cloudspaces",
 	"done",
@@ -261,6 +265,8 @@ type teardownProgress struct {
 	err    error
 	// tolerated are link deletes that kept failing; the cloudspace delete removes them.
 	tolerated []string
+	// left says what teardown had to leave behind and why ("" when nothing).
+	left string
 }
 
 func (t teardownProgress) message() string {
@@ -270,6 +276,9 @@ func (t teardownProgress) message() string {
 	}
 	if len(t.tolerated) > 0 {
 		msg += fmt.Sprintf("; link deletes tolerated after %d failed attempts each: %s", geo.DeleteAttempts, strings.Join(t.tolerated, ", "))
+	}
+	if t.left != "" {
+		msg += "; " + t.left
 	}
 	if t.err != nil {
 		msg += ": " + t.err.Error()
@@ -369,6 +378,13 @@ func (p *clusterProvider) ReconcileDelete(ctx context.Context, s *clusterScope) 
 		}
 	}
 
+	t.step = stepRegistryCertificate
+	note, err := p.deleteRegistryCertificate(ctx, vc)
+	if err != nil {
+		return fail(err)
+	}
+	t.left = note
+
 	t.step = stepLinks
 	var members []geo.Member
 	for i, id := range ids {
@@ -394,10 +410,13 @@ func (p *clusterProvider) ReconcileDelete(ctx context.Context, s *clusterScope) 
 	for _, site := range sites {
 		p.created.Delete(string(vc.UID) + "/" + site.Name)
 	}
+	p.operator.forget(string(vc.UID))
 	return true, ctrl.Result{}, nil
 }
 
 func isNotFound(err error) bool { return err != nil && errors.Is(err, vco.ErrNotFound) }
+
+func isForbidden(err error) bool { return err != nil && errors.Is(err, vco.ErrForbidden) }
 
 func locations(sites []decide.Site) []string {
 	var out []string

@@ -22,6 +22,7 @@ import (
 	"github.com/capx-io/capx/internal/capvco/gpuname"
 	"github.com/capx-io/capx/internal/capvco/names"
 	"github.com/capx-io/capx/internal/capvco/platform"
+	"github.com/capx-io/capx/internal/capvco/userdata"
 	"github.com/capx-io/capx/internal/capvco/vm"
 	"github.com/capx-io/capx/internal/vco"
 )
@@ -42,6 +43,10 @@ type machineProvider struct {
 
 // DefaultMachineResync is the default Options.MachineResync.
 const DefaultMachineResync = 10 * time.Minute
+
+// unsupportedPoll is how often a machine whose user_data cannot be built reads its bootstrap
+// Secret again (Secrets are not watched; a spec change reconciles at once).
+const unsupportedPoll = 30 * time.Second
 
 type seenVM struct {
 	vm vco.VM
@@ -109,11 +114,7 @@ func (p *machineProvider) siteOf(ctx context.Context, s *machineScope) (*site, s
 }
 
 func (p *machineProvider) api(ctx context.Context, vc *capvcov1.VCOCluster) (platform.Client, error) {
-	creds, err := platform.Credentials(ctx, p.client, vc.Namespace, vc.Spec.CredentialsRef.Name)
-	if err != nil {
-		return nil, err
-	}
-	return p.platform.Client(creds)
+	return platform.ClientFor(ctx, p.client, p.platform, vc.Namespace, vc.Spec.CredentialsRef.Name)
 }
 
 // knownVMID is the VM recorded for the machine: status, else the provider ID (which survives
@@ -172,6 +173,9 @@ func (p *machineProvider) ReconcileNormal(ctx context.Context, s *machineScope) 
 		if obs.waitReason == capvcov1.WaitingForBootstrapDataReason && err == nil {
 			return ctrl.Result{RequeueAfter: waitPoll}, nil // Secrets are not watched
 		}
+		if obs.waitReason == capvcov1.BootstrapDataUnsupportedReason {
+			return ctrl.Result{RequeueAfter: unsupportedPoll}, nil // a fixed spec comes as an event, fixed data does not
+		}
 		if obs.waitReason != "" {
 			return ctrl.Result{}, err
 		}
@@ -221,6 +225,11 @@ func (p *machineProvider) createVM(ctx context.Context, s *machineScope, api pla
 		obs.waitReason, obs.waitMessage = capvcov1.WaitingForBootstrapDataReason, fmt.Sprintf("bootstrap data Secret %s has no key value", key.Name)
 		return vco.VM{}, nil
 	}
+	userData, err := userdata.Build(data, string(secret.Data["format"]), m.Spec.GPU)
+	if err != nil {
+		obs.waitReason, obs.waitMessage = capvcov1.BootstrapDataUnsupportedReason, err.Error()
+		return vco.VM{}, nil
+	}
 	disks := make([]int, 0, len(m.Spec.DataDisksGiB))
 	for _, d := range m.Spec.DataDisksGiB {
 		disks = append(disks, int(d))
@@ -228,7 +237,7 @@ func (p *machineProvider) createVM(ctx context.Context, s *machineScope, api pla
 	return vm.Ensure(ctx, api, csID, vco.CreateVMRequest{
 		Name: names.VM(m.Name), Description: fmt.Sprintf("CAPVCO machine %s/%s", m.Namespace, m.Name), Hostname: m.Name,
 		VCPUs: int(m.Spec.VCPUs), MemoryMiB: int(m.Spec.MemoryMiB), ImageID: imageID, BootDiskGiB: int(m.Spec.BootDiskGiB),
-		DataDisksGiB: disks, UserData: string(data),
+		DataDisksGiB: disks, UserData: string(userData),
 	})
 }
 

@@ -16,8 +16,10 @@ import (
 	"github.com/capx-io/capx/internal/capi"
 	"github.com/capx-io/capx/internal/capvco/decide"
 	"github.com/capx-io/capx/internal/capvco/dns"
+	"github.com/capx-io/capx/internal/capvco/imagepublish"
 	"github.com/capx-io/capx/internal/capvco/names"
 	"github.com/capx-io/capx/internal/capvco/platform"
+	"github.com/capx-io/capx/internal/capvco/registrycert"
 	"github.com/capx-io/capx/internal/capvco/vm"
 	"github.com/capx-io/capx/internal/vco"
 )
@@ -27,6 +29,7 @@ import (
 var clusterConditions = []string{
 	capvcov1.CredentialsReadyCondition, capvcov1.CloudspaceReadyCondition, capvcov1.LoadBalancerReadyCondition,
 	capvcov1.DNSReadyCondition, capvcov1.GeoMeshReadyCondition, capvcov1.LocationImagesReadyCondition,
+	capvcov1.RegistryCertificateReadyCondition,
 }
 
 var machineConditions = []string{capvcov1.CredentialsReadyCondition, capvcov1.VMReadyCondition, capvcov1.GPUsReadyCondition}
@@ -129,20 +132,19 @@ func setClusterStatus(vc *capvcov1.VCOCluster, obs *clusterObserved) {
 		default:
 			set(vc, capvcov1.GeoMeshReadyCondition, metav1.ConditionTrue, capvcov1.ProvisionedReason, fmt.Sprintf("%d links connected", obs.mesh.Links))
 		}
-		if len(obs.missingImages) > 0 {
-			set(vc, capvcov1.LocationImagesReadyCondition, metav1.ConditionFalse, capvcov1.LocationImageMissingReason,
-				fmt.Sprintf("spec.geo.locationImages has no image for %s: images are per location and do not travel; publish one there and add its id", strings.Join(obs.missingImages, ", ")))
-		} else {
-			set(vc, capvcov1.LocationImagesReadyCondition, metav1.ConditionTrue, capvcov1.ProvisionedReason, "")
-		}
+		setLocationImages(vc, obs)
 	}
+	setRegistryCertificate(vc, obs.registry)
 	vc.Status.FailureDomains = nil
 	for _, s := range decide.Sites(vc.Spec) {
 		vc.Status.FailureDomains = append(vc.Status.FailureDomains, clusterv1.FailureDomain{Name: s.Name, ControlPlane: ptr.To(true)})
 	}
 	// A missing location image stops only the machines of that location (their VMReady says
 	// so): the cluster's infrastructure exists, so it is not part of Ready.
-	readyFrom := slices.DeleteFunc(slices.Clone(clusterConditions), func(c string) bool { return c == capvcov1.LocationImagesReadyCondition })
+	// Nor is the registry certificate: the cluster runs without it in the platform's store.
+	readyFrom := slices.DeleteFunc(slices.Clone(clusterConditions), func(c string) bool {
+		return c == capvcov1.LocationImagesReadyCondition || c == capvcov1.RegistryCertificateReadyCondition
+	})
 	capi.SetReady(vc, append(readyFrom, shared...), shared)
 	if conditions.IsTrue(vc, capvcov1.ReadyCondition) && vc.Spec.ControlPlaneEndpoint.Host != "" {
 		vc.Status.Initialization.Provisioned = ptr.To(true)
@@ -282,7 +284,7 @@ func setMachineStatus(m *capvcov1.VCOMachine, obs *machineObserved) {
 	if obs.waitReason != "" {
 		conditions.Delete(m, capvcov1.CredentialsReadyCondition)
 		status := metav1.ConditionUnknown
-		if obs.waitReason == capvcov1.LocationImageMissingReason {
+		if obs.waitReason == capvcov1.LocationImageMissingReason || obs.waitReason == capvcov1.BootstrapDataUnsupportedReason {
 			status = metav1.ConditionFalse
 		}
 		set(m, capvcov1.VMReadyCondition, status, obs.waitReason, obs.waitMessage)
@@ -333,5 +335,109 @@ func setMachineStatus(m *capvcov1.VCOMachine, obs *machineObserved) {
 	capi.SetReady(m, all, shared)
 	if obs.vm != nil && vm.Running(*obs.vm) && gpusReady && !obs.lost {
 		m.Status.Initialization.Provisioned = ptr.To(true)
+	}
+}
+
+// setLocationImages reports whether every site's location has its image and can see it.
+func setLocationImages(vc *capvcov1.VCOCluster, obs *clusterObserved) {
+	set := func(status metav1.ConditionStatus, reason, msg string) {
+		set(vc, capvcov1.LocationImagesReadyCondition, status, reason, msg)
+	}
+	if len(obs.missingImages) > 0 {
+		set(metav1.ConditionFalse, capvcov1.LocationImageMissingReason,
+			fmt.Sprintf("spec.geo.locationImages has no image for %s: images are per location and do not travel; publish one there and add its id", strings.Join(obs.missingImages, ", ")))
+		return
+	}
+	img := obs.images
+	if img == nil {
+		set(metav1.ConditionTrue, capvcov1.ProvisionedReason, "")
+		return
+	}
+	if img.err != nil {
+		reason := capvcov1.ProvisioningFailedReason
+		switch {
+		case errors.Is(img.err, platform.ErrCredentialsNotFound):
+			reason = capvcov1.CredentialsNotFoundReason
+		case errors.Is(img.err, vco.ErrUnauthorized):
+			reason = capvcov1.CredentialsInvalidReason
+		}
+		set(metav1.ConditionFalse, reason, "checking the location images: "+img.err.Error())
+		return
+	}
+	var visible, problems []string
+	reason := ""
+	for _, o := range img.outcomes {
+		if o.Visible {
+			visible = append(visible, fmt.Sprintf("%s=%d", o.Location, o.ID))
+			continue
+		}
+		switch {
+		case errors.Is(o.Err, imagepublish.ErrNotVisible) && img.credential == "":
+			reason = cmpReason(reason, capvcov1.LocationImageNotVisibleReason)
+			problems = append(problems, fmt.Sprintf("image %d is not visible to the cluster's credential in %s: have your whitesky.cloud operator publish it there, or set spec.geo.imagePublishCredentialSecretRef to an operator credential", o.ID, o.Location))
+		case errors.Is(o.Err, imagepublish.ErrNoSuchImage):
+			reason = cmpReason(reason, capvcov1.LocationImageNotVisibleReason)
+			problems = append(problems, fmt.Sprintf("image %d does not exist in %s: upload it there and put its id in spec.geo.locationImages", o.ID, o.Location))
+		case isForbidden(o.Err):
+			reason = cmpReason(reason, capvcov1.OperatorCredentialForbiddenReason)
+			problems = append(problems, fmt.Sprintf("publishing image %d in %s with the credential of Secret %s (spec.geo.imagePublishCredentialSecretRef) was refused (403): publishing is operator-privileged, so it must be a whitesky.cloud operator credential", o.ID, o.Location, img.credential))
+		default:
+			reason = cmpReason(reason, capvcov1.ProvisioningFailedReason)
+			problems = append(problems, fmt.Sprintf("image %d in %s: %v", o.ID, o.Location, o.Err))
+		}
+	}
+	if len(problems) > 0 {
+		set(metav1.ConditionFalse, reason, strings.Join(problems, "; "))
+		return
+	}
+	set(metav1.ConditionTrue, capvcov1.ProvisionedReason, "every site's location sees its image: "+strings.Join(visible, ", "))
+}
+
+// cmpReason keeps the first reason of a list of problems.
+func cmpReason(have, next string) string {
+	if have != "" {
+		return have
+	}
+	return next
+}
+
+// setRegistryCertificate reports the registry certificate in the platform's certificate store.
+func setRegistryCertificate(vc *capvcov1.VCOCluster, obs *registryObserved) {
+	set := func(status metav1.ConditionStatus, reason, msg string) {
+		set(vc, capvcov1.RegistryCertificateReadyCondition, status, reason, msg)
+	}
+	reg := vc.Spec.Registry
+	switch {
+	case reg == nil || (reg.CertificateSecretRef == nil && reg.CertCredentialSecretRef == nil):
+		conditions.Delete(vc, capvcov1.RegistryCertificateReadyCondition)
+		return
+	case reg.CertificateSecretRef == nil:
+		set(metav1.ConditionFalse, capvcov1.CertificateInvalidReason,
+			"spec.registry.certCredentialSecretRef is set but spec.registry.certificateSecretRef is not: name the kubernetes.io/tls Secret with the registry's certificate to upload")
+		return
+	case obs == nil:
+		set(metav1.ConditionUnknown, capvcov1.ProvisioningReason, "waits for usable credentials")
+		return
+	}
+	using := fmt.Sprintf("the credential of Secret %s (spec.registry.certCredentialSecretRef)", obs.credential)
+	if obs.clusterCredential {
+		using = fmt.Sprintf("the cluster's credential (Secret %s)", obs.credential)
+	}
+	switch err := obs.err; {
+	case err == nil:
+		set(metav1.ConditionTrue, capvcov1.ProvisionedReason, fmt.Sprintf("the %s is in the platform's SSL certificate store", obs.cert))
+	case errors.Is(err, errCertificateSecretNotFound), errors.Is(err, registrycert.ErrInvalid):
+		set(metav1.ConditionFalse, capvcov1.CertificateInvalidReason, err.Error())
+	case errors.Is(err, platform.ErrCredentialsNotFound):
+		set(metav1.ConditionFalse, capvcov1.CredentialsNotFoundReason, err.Error()+" (spec.registry.certCredentialSecretRef)")
+	case isForbidden(err):
+		hint := "check that it is a whitesky.cloud operator credential"
+		if obs.clusterCredential {
+			hint = "a per-cluster customer credential may not write it: set spec.registry.certCredentialSecretRef to an operator credential, or have your whitesky.cloud operator upload it"
+		}
+		set(metav1.ConditionFalse, capvcov1.OperatorCredentialForbiddenReason, fmt.Sprintf(
+			"the platform refused to write the SSL certificate store (403) with %s for the %s: %s", using, obs.cert, hint))
+	default:
+		set(metav1.ConditionFalse, capvcov1.ProvisioningFailedReason, err.Error())
 	}
 }

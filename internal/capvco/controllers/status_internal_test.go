@@ -120,7 +120,7 @@ func TestTeardownMessages(t *testing.T) {
 		vc := &capvcov1.VCOCluster{}
 		setClusterStatus(vc, &clusterObserved{teardownActive: true, teardown: teardownProgress{step: step, err: errors.New("boom")}})
 		c := conditions.Get(vc, clusterv1.DeletingCondition)
-		want := fmt.Sprintf("step %d/7: %s", int(step)+1, stepNames[step])
+		want := fmt.Sprintf("step %d/8: %s", int(step)+1, stepNames[step])
 		if c == nil || c.Status != metav1.ConditionTrue || !strings.HasPrefix(c.Message, want) || !strings.HasSuffix(c.Message, ": boom") {
 			t.Errorf("step %d: Deleting = %+v, want %q...: boom", step, c, want)
 		}
@@ -128,6 +128,10 @@ func TestTeardownMessages(t *testing.T) {
 	msg := teardownProgress{step: stepLinks, tolerated: []string{"primary<->b"}}.message()
 	if !strings.Contains(msg, "tolerated") || !strings.Contains(msg, "primary<->b") {
 		t.Errorf("tolerated links not named: %s", msg)
+	}
+	msg = teardownProgress{step: stepLinks, left: "the certificate for registry.example is left in the store"}.message()
+	if !strings.Contains(msg, "; the certificate for registry.example is left in the store") {
+		t.Errorf("what teardown left is not said: %s", msg)
 	}
 }
 

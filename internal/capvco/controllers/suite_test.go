@@ -318,7 +318,7 @@ func (h *harness) waitGone(obj client.Object, timeout time.Duration) {
 
 // leftovers lists everything the simulator still holds for the customer besides its seed:
 // live or soft-deleted cloudspaces, VMs, disks, vGPUs, port forwards, pools, load balancers,
-// DNS records and links, and anything billed.
+// DNS records, links and certificates, and anything billed.
 func leftovers(snap vcosim.Snapshot, billed []vcosim.Billed, keepVGPU func(string) bool) []string {
 	var out []string
 	for _, c := range snap.Cloudspaces {
@@ -353,6 +353,9 @@ func leftovers(snap vcosim.Snapshot, billed []vcosim.Billed, keepVGPU func(strin
 	}
 	for _, l := range snap.Links {
 		out = append(out, "link "+l.A+"<->"+l.B)
+	}
+	for _, c := range snap.Certificates {
+		out = append(out, "certificate "+c.Domain)
 	}
 	for _, b := range billed {
 		if b.Kind == "vgpu" && keepVGPU != nil && keepVGPU(b.Name) {

@@ -25,6 +25,7 @@ type Client interface {
 	vco.DNS
 	vco.VGPUs
 	vco.ConnectedCloudspaces
+	vco.Certificates
 }
 
 // Factory returns the client for a credential.
@@ -37,6 +38,16 @@ type VCOFactory struct{ *vco.Factory }
 
 // Client implements Factory.
 func (f VCOFactory) Client(creds vco.Credentials) (Client, error) { return f.Factory.Client(creds) }
+
+// ClientFor reads the credential Secret namespace/name and returns its client: the cluster's
+// credential and the operator credentials (image publishing, the certificate store) alike.
+func ClientFor(ctx context.Context, c client.Reader, f Factory, namespace, name string) (Client, error) {
+	creds, err := Credentials(ctx, c, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return f.Client(creds)
+}
 
 // ErrCredentialsNotFound is returned when the credential Secret does not exist.
 var ErrCredentialsNotFound = errors.New("credential Secret not found")
