@@ -25,6 +25,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -170,8 +171,12 @@ func (e *Env) startControllerManager(assets string) error {
 	if _, err := os.Stat(bin); err != nil {
 		return fmt.Errorf("kube-controller-manager not found in %s: run `make toolchain`", assets)
 	}
+	kubeconfig, err := e.controllerManagerKubeconfig()
+	if err != nil {
+		return err
+	}
 	e.kcm = exec.Command(bin,
-		"--kubeconfig="+e.KubeconfigPath,
+		"--kubeconfig="+kubeconfig,
 		"--controllers=job,garbagecollector,namespace,serviceaccount,resourcequota",
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
@@ -184,6 +189,25 @@ func (e *Env) startControllerManager(assets string) error {
 		return fmt.Errorf("start kube-controller-manager: %w", err)
 	}
 	return nil
+}
+
+// controllerManagerKubeconfig writes the admin kubeconfig acting as system:kube-controller-manager,
+// the identity kube-controller-manager has without --use-service-account-credentials, so
+// admission policies that tell its controllers apart (config/admission/captf-state-protection.yaml)
+// see them as on a real cluster.
+func (e *Env) controllerManagerKubeconfig() (string, error) {
+	cfg, err := clientcmd.Load(e.env.KubeConfig)
+	if err != nil {
+		return "", fmt.Errorf("read the admin kubeconfig: %w", err)
+	}
+	for _, a := range cfg.AuthInfos {
+		a.Impersonate, a.ImpersonateGroups = "system:kube-controller-manager", []string{"system:masters"}
+	}
+	path := filepath.Join(e.dir, "kube-controller-manager.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return "", fmt.Errorf("write the kube-controller-manager kubeconfig: %w", err)
+	}
+	return path, nil
 }
 
 // stopProcess interrupts a child process and kills it after 10 s.

@@ -100,6 +100,11 @@ const (
 	StateLockedReason = "StateLocked"
 	// RetainedStateFoundReason: state retained from an earlier object of the same name exists.
 	RetainedStateFoundReason = "RetainedStateFound"
+	// NamespaceTerminatingReason: the object is deleted with its namespace while its state
+	// records resources. Kubernetes creates nothing in a namespace being deleted, so no destroy
+	// Job can run there; the deletion holds (and the namespace with it) instead of leaking the
+	// infrastructure. Set deletionPolicy Retain to let both go.
+	NamespaceTerminatingReason = "NamespaceTerminating"
 
 	// StateNearSecretLimitCondition is True while the state's compressed size passes 75% of the
 	// 1 MiB one state Secret holds (negative polarity): the apply that grows it past 1 MiB cannot

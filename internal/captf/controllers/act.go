@@ -346,10 +346,14 @@ func (r *provider[T]) findDependents(ctx context.Context, p *pass[T]) error {
 }
 
 // cleanup removes what the object owned once nothing is left to destroy: the state Secrets and
-// lock, the durable inputs, the plan key and the leases. Backups stay until the garbage
-// collector removes them with the object.
+// lock, the backups, the durable inputs, the plan key and the leases. The manager deletes them
+// itself: the garbage collector and the namespace controller may not
+// (config/admission/captf-state-protection.yaml).
 func (r *provider[T]) cleanup(ctx context.Context, p *pass[T]) error {
 	if err := state.Delete(ctx, r.client, p.owner.Namespace, p.owner.StateSuffix()); err != nil {
+		return err
+	}
+	if err := state.DeleteBackups(ctx, r.client, p.owner.Namespace, p.owner.StateSuffix()); err != nil {
 		return err
 	}
 	r.states.forget(p.owner.Namespace, p.owner.StateSuffix())

@@ -53,15 +53,27 @@ func (r *provider[T]) readState(ctx context.Context, p *pass[T]) error {
 	if err := r.checkLock(ctx, p); err != nil {
 		return err
 	}
-	return r.backups(ctx, p)
+	if err := r.backups(ctx, p); err != nil {
+		return err
+	}
+	return r.holdInTerminatingNamespace(ctx, p)
 }
 
-// repairOwners makes the object the owner of an adopted state's Secrets again when they name an
-// earlier UID (a management cluster restored from a backup, objects re-created by hand): the
-// next garbage collection would otherwise take them. It runs only with no Job active and never
+// repairOwners makes the object the owner of its backups and plan key (repairKept) and of an
+// adopted state's Secrets again when they name an earlier UID (a management cluster restored
+// from a backup, objects re-created by hand): the next garbage collection would otherwise take
+// them, and the captf-state-protection admission policy holds it off until then.
+// It runs only with no Job active and never
 // while paused (readState does not run then), so clusterctl move is never raced. Adopt writes
 // nothing when the owner reference is already right.
 func (r *provider[T]) repairOwners(ctx context.Context, p *pass[T]) error {
+	var retained *retainedError
+	if errors.As(p.stateErr, &retained) {
+		return nil // an earlier object's state and backups: not this object's until it adopts them
+	}
+	if err := r.repairKept(ctx, p); err != nil {
+		return err
+	}
 	if p.snap == nil || p.snap.InputsHash == "" {
 		return nil
 	}
@@ -133,9 +145,12 @@ func (e *lockedError) Error() string {
 func reasonOf(err error) string {
 	var re *retainedError
 	var le *lockedError
+	var ne *namespaceTerminatingError
 	switch {
 	case errors.As(err, &re):
 		return captfv1.RetainedStateFoundReason
+	case errors.As(err, &ne):
+		return captfv1.NamespaceTerminatingReason
 	case errors.As(err, &le):
 		return captfv1.StateLockedReason
 	}

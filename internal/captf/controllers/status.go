@@ -88,6 +88,8 @@ func updateStatus[T capi.Object](p *pass[T], mutable bool) {
 		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, "Held: "+durableInputsMissingMessage)
 	case p.decision.Reason == captfv1.StateTooLargeReason, p.decision.Reason == captfv1.StateNotPersistedReason:
 		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, "Held: "+notPersistedMessage(p))
+	case p.decision.Reason == captfv1.NamespaceTerminatingReason:
+		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, "Held: "+errText(p.stateErr))
 	}
 	if pool, ok := any(p).(*pass[*captfv1.TerraformMachinePool]); ok {
 		setPoolStatus(pool)

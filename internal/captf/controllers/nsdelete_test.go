@@ -1,0 +1,113 @@
+package controllers_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+	"github.com/capx-io/capx/internal/captf/contract"
+	"github.com/capx-io/capx/internal/captf/inputs"
+	"github.com/capx-io/capx/internal/captf/jobs"
+)
+
+// TestNamespaceDeletionHoldsInfrastructure is the seed's leak closed: a TerraformCluster moved
+// by clusterctl (no status, not reconciled yet in its new home) whose namespace is deleted.
+// kube-controller-manager's namespace controller deletes everything in the namespace; the
+// state, backups and durable inputs stay (the captf-state-protection admission policy), so
+// the object does not look never applied: it holds its deletion with
+// StateReadable=False/NamespaceTerminating, says why and what to do (its Deleting condition,
+// an Event on the Namespace), starts no destroy (Kubernetes refuses every create in the
+// namespace), and the namespace waits. Set to deletionPolicy Retain, the object and then the
+// namespace go.
+func TestNamespaceDeletionHoldsInfrastructure(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, kubelet := scenario(t)
+
+	tc := newTerraformCluster(t, ns, "c", nil)
+	waitFor(t, tc, 2*time.Minute, "provisioned and backed up", func(o *captfv1.TerraformCluster) bool {
+		return provisioned(o.Status.Initialization) && len(o.Status.StateBackups) > 0
+	})
+	owner, err := jobs.OwnerOf(tc, "c")
+	g.Expect(err).NotTo(HaveOccurred())
+	applied := readState(t, ns, contract.KindCluster, "c")
+	g.Expect(applied.Resources).To(BeNumerically(">", 0))
+
+	// As after clusterctl move: paused until the move finishes, and no status.
+	annotate(t, tc, clusterv1.PausedAnnotation, ptrTo(""))
+	waitFor(t, tc, time.Minute, "paused", func(o *captfv1.TerraformCluster) bool {
+		return conditions.IsTrue(o, clusterv1.PausedCondition)
+	})
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tc), tc)).To(Succeed())
+	tc.Status = captfv1.TerraformClusterStatus{}
+	g.Expect(env.Client.Status().Update(ctx, tc)).To(Succeed())
+
+	namespace := &corev1.Namespace{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: ns}, namespace)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, namespace)).To(Succeed())
+
+	// The namespace controller deletes what it may (the Cluster) and is refused the state.
+	gone(t, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}, time.Minute)
+	g.Eventually(func() string {
+		_ = env.Client.Get(ctx, client.ObjectKey{Name: ns}, namespace)
+		for _, c := range namespace.Status.Conditions {
+			if c.Type == corev1.NamespaceDeletionContentFailure && c.Status == corev1.ConditionTrue {
+				return c.Message
+			}
+		}
+		return ""
+	}, time.Minute, 200*time.Millisecond).Should(ContainSubstring("CAPTF keeps Secret"))
+	// Kubernetes creates nothing in a terminating namespace: not a destroy Job, not an Event.
+	probe := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}}
+	err = env.Client.Create(ctx, probe, client.DryRunAll)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "a Job in a terminating namespace: %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("is being terminated"))
+
+	// The move finishes: the object is unpaused, already deleting, with no status.
+	annotate(t, tc, clusterv1.PausedAnnotation, nil)
+	waitFor(t, tc, time.Minute, "holding its deletion", func(o *captfv1.TerraformCluster) bool {
+		d := conditions.Get(o, clusterv1.DeletingCondition)
+		return hasCondition(o, captfv1.StateReadableCondition, metav1.ConditionFalse, captfv1.NamespaceTerminatingReason) &&
+			d != nil && strings.HasPrefix(d.Message, "Held: namespace "+ns+" is being deleted")
+	})
+	g.Expect(describe(tc)).To(ContainSubstring("deletionPolicy Retain"), "the condition says what to do")
+	g.Eventually(func() []string {
+		list := &corev1.EventList{}
+		_ = env.Client.List(ctx, list, client.InNamespace(metav1.NamespaceDefault))
+		var reasons []string
+		for _, e := range list.Items {
+			if e.InvolvedObject.Kind == "Namespace" && e.InvolvedObject.Name == ns {
+				reasons = append(reasons, e.Reason+": "+e.Message)
+			}
+		}
+		return reasons
+	}, 30*time.Second, 200*time.Millisecond).Should(ContainElement(And(
+		HavePrefix("InfrastructureHeld: TerraformCluster c: namespace "+ns+" is being deleted"),
+		ContainSubstring("deletionPolicy Retain"))), "kubectl describe namespace says why it waits")
+	never(t, 3*time.Second, "the finalizer went with the infrastructure", func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(tc), &captfv1.TerraformCluster{}))
+	})
+	g.Expect(readState(t, ns, contract.KindCluster, "c").Digest).To(Equal(applied.Digest), "the state is kept, nothing destroyed")
+	in := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: inputs.SecretName(owner)}, in)).To(Succeed())
+	g.Expect(in.Annotations).To(HaveKeyWithValue(captfv1.AppliedAnnotation, "true"), "the applied marker is kept")
+	g.Expect(kubelet.Log.String()).NotTo(ContainSubstring("captf-c-c-destroy"), "no destroy Job ran")
+
+	// Retain lets the object go, and the namespace deletion then finishes.
+	update(t, tc, func(o *captfv1.TerraformCluster) { o.Spec.DeletionPolicy = captfv1.DeletionPolicyRetain })
+	gone(t, tc, time.Minute)
+	gone(t, namespace, 3*time.Minute)
+}
+
+func ptrTo[T any](v T) *T { return &v }
