@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -17,7 +18,9 @@ import (
 	"github.com/capx-io/capx/internal/capvco/decide"
 	"github.com/capx-io/capx/internal/capvco/dns"
 	"github.com/capx-io/capx/internal/capvco/geo"
+	"github.com/capx-io/capx/internal/capvco/imagepublish"
 	"github.com/capx-io/capx/internal/capvco/platform"
+	"github.com/capx-io/capx/internal/capvco/registrycert"
 	"github.com/capx-io/capx/internal/vco"
 )
 
@@ -88,6 +91,25 @@ func TestSetClusterStatus(t *testing.T) {
 			o.missingImages = []string{"l2"}
 			return o
 		}, ready: true, cond: capvcov1.LocationImagesReadyCondition, reason: capvcov1.LocationImageMissingReason, contains: "l2"},
+		{name: "geo image published", spec: geoWithImage(""), obs: withImages(imagepublish.Outcome{Location: "l2", ID: 7, Visible: true, Published: true}),
+			ready: true, cond: capvcov1.LocationImagesReadyCondition, reason: capvcov1.ProvisionedReason, contains: "l2=7"},
+		{name: "geo image not visible, no publish credential", spec: geoWithImage(""), obs: withImages(imagepublish.Outcome{Location: "l2", ID: 7, Err: imagepublish.ErrNotVisible}),
+			ready: true, cond: capvcov1.LocationImagesReadyCondition, reason: capvcov1.LocationImageNotVisibleReason, contains: "set spec.geo.imagePublishCredentialSecretRef"},
+		{name: "geo image publish refused", spec: geoWithImage("op"), obs: withImages(imagepublish.Outcome{Location: "l2", ID: 7, Err: fmt.Errorf("PUT: %w", vco.ErrForbidden)}),
+			ready: true, cond: capvcov1.LocationImagesReadyCondition, reason: capvcov1.OperatorCredentialForbiddenReason, contains: "Secret op (spec.geo.imagePublishCredentialSecretRef) was refused (403)"},
+		{name: "geo image does not exist", spec: geoWithImage("op"), obs: withImages(imagepublish.Outcome{Location: "l2", ID: 7, Err: imagepublish.ErrNoSuchImage}),
+			ready: true, cond: capvcov1.LocationImagesReadyCondition, reason: capvcov1.LocationImageNotVisibleReason, contains: "image 7 does not exist in l2"},
+		{name: "registry certificate stored", spec: withRegistry(true, true), obs: withRegistryObs(&registryObserved{cert: testCert, credential: "op", action: registrycert.Uploaded}),
+			ready: true, cond: capvcov1.RegistryCertificateReadyCondition, reason: capvcov1.ProvisionedReason, contains: "certificate for registry.example (sha256 0123456789abcdef"},
+		{name: "registry certificate refused for the cluster's credential", spec: withRegistry(true, false),
+			obs:   withRegistryObs(&registryObserved{cert: testCert, credential: "vco-credentials", clusterCredential: true, err: fmt.Errorf("upload: %w", vco.ErrForbidden)}),
+			ready: true, cond: capvcov1.RegistryCertificateReadyCondition, reason: capvcov1.OperatorCredentialForbiddenReason, contains: "the cluster's credential (Secret vco-credentials) for the certificate for registry.example"},
+		{name: "registry certificate Secret invalid", spec: withRegistry(true, true), obs: withRegistryObs(&registryObserved{credential: "op", err: fmt.Errorf("Secret ns/tls: %w: bad", registrycert.ErrInvalid)}),
+			ready: true, cond: capvcov1.RegistryCertificateReadyCondition, reason: capvcov1.CertificateInvalidReason, contains: "Secret ns/tls"},
+		{name: "registry operator credential missing", spec: withRegistry(true, true), obs: withRegistryObs(&registryObserved{credential: "op", err: fmt.Errorf("Secret ns/op: %w", platform.ErrCredentialsNotFound)}),
+			ready: true, cond: capvcov1.RegistryCertificateReadyCondition, reason: capvcov1.CredentialsNotFoundReason, contains: "spec.registry.certCredentialSecretRef"},
+		{name: "registry credential without a certificate", spec: withRegistry(false, true), obs: full,
+			ready: true, cond: capvcov1.RegistryCertificateReadyCondition, reason: capvcov1.CertificateInvalidReason, contains: "certificateSecretRef is not"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vc := &capvcov1.VCOCluster{}
@@ -111,6 +133,46 @@ func TestSetClusterStatus(t *testing.T) {
 				t.Fatalf("%s = %+v, want reason %s containing %q", tc.cond, c, tc.reason, tc.contains)
 			}
 		})
+	}
+}
+
+var testCert = &registrycert.Certificate{Domain: "registry.example", Fingerprint: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", NotAfter: time.Date(2027, 1, 2, 0, 0, 0, 0, time.UTC)}
+
+func geoWithImage(publish string) func(*capvcov1.VCOCluster) {
+	return func(vc *capvcov1.VCOCluster) {
+		vc.Spec.Geo = &capvcov1.GeoSpec{Sites: []capvcov1.GeoSite{{Name: "b", Location: "l2"}}, LocationImages: map[string]int64{"l2": 7}}
+		if publish != "" {
+			vc.Spec.Geo.ImagePublishCredentialSecretRef = &corev1.LocalObjectReference{Name: publish}
+		}
+	}
+}
+
+func withImages(o imagepublish.Outcome) func() *clusterObserved {
+	return func() *clusterObserved {
+		obs := &clusterObserved{sites: []siteObserved{deployedSite("primary"), deployedSite("b")}, sitesDone: true, lbDone: true, mesh: &geo.Mesh{Links: 1}}
+		obs.images = &imagesObserved{outcomes: []imagepublish.Outcome{o}}
+		if errors.Is(o.Err, vco.ErrForbidden) || errors.Is(o.Err, imagepublish.ErrNoSuchImage) {
+			obs.images.credential = "op"
+		}
+		return obs
+	}
+}
+
+func withRegistry(cert, cred bool) func(*capvcov1.VCOCluster) {
+	return func(vc *capvcov1.VCOCluster) {
+		vc.Spec.Registry = &capvcov1.RegistrySpec{}
+		if cert {
+			vc.Spec.Registry.CertificateSecretRef = &corev1.LocalObjectReference{Name: "tls"}
+		}
+		if cred {
+			vc.Spec.Registry.CertCredentialSecretRef = &corev1.LocalObjectReference{Name: "op"}
+		}
+	}
+}
+
+func withRegistryObs(r *registryObserved) func() *clusterObserved {
+	return func() *clusterObserved {
+		return &clusterObserved{sites: []siteObserved{deployedSite("primary")}, sitesDone: true, lbDone: true, registry: r}
 	}
 }
 
