@@ -201,6 +201,23 @@ const (
 	// manager; CAPTF renders MachinePool.spec.replicas and never writes it.
 	ReplicasManagedExternallyReason = "ReplicasManagedExternally"
 
+	// ClusterExportsCurrentCondition (pools) says whether the pool runs with the cluster's
+	// current exports. A destructive plan of changed exports is held: the pool keeps applying
+	// (replica changes included) with the exports of its last successful apply until the
+	// TerraformPlan of the change is approved. Never part of Ready.
+	ClusterExportsCurrentCondition = "ClusterExportsCurrent"
+	// ExportsAppliedReason (True): the pool's inputs carry the cluster's current exports.
+	ExportsAppliedReason = "ExportsApplied"
+	// ExportsChangeHeldReason (False): the cluster's changed exports make the pool's plan
+	// destructive; the pool applies with the exports of its last successful apply until the
+	// pending TerraformPlan is approved.
+	ExportsChangeHeldReason = "ExportsChangeHeld"
+	// ExportsRecordNotKeptReason (True): the pool runs with the current exports, but the record
+	// of the exports it last applied could not be kept (it would not fit the durable inputs
+	// Secret's budget, or an apply of other exports did not succeed), so a destructive exports
+	// change holds the whole pool, replica changes included, until an apply succeeds.
+	ExportsRecordNotKeptReason = "ExportsRecordNotKept"
+
 	// ApprovedCondition on a TerraformPlan says whether it is approved.
 	ApprovedCondition = "Approved"
 	// PlanApprovedReason: spec.approved is true.

@@ -98,6 +98,8 @@ type pass[T capi.Object] struct {
 	inputsWait string
 	inputsErr  error
 	scaling    *poolScaling // pools: who sizes the pool
+	// holdExports (pools): the exports record and the held change
+	exportsHold *exportsHold
 	// decide
 	decision    decide.Decision
 	pendingPlan *captfv1.TerraformPlan

@@ -66,7 +66,7 @@ func (machinePoolKind) roleInputs(ctx context.Context, e *engine, p *pass[*captf
 		Autoscaling: p.scaling.bounds,
 	}
 	src.ClusterOutputs = exports
-	return "", nil
+	return "", e.holdExports(ctx, p, src)
 }
 
 // poolScaling is who sizes a pool and what that asks of its MachinePool, decided by scalingOf.
@@ -186,6 +186,7 @@ func setPoolStatus(p *pass[*captfv1.TerraformMachinePool]) {
 		conditions.Set(mp, metav1.Condition{Type: captfv1.AutoscalingActiveCondition, Status: status,
 			Reason: s.reason, Message: s.message, ObservedGeneration: mp.Generation})
 	}
+	setExportsCondition(mp, p.exportsHold)
 }
 
 // applyOutputs copies the group's provider IDs (CAPI reads spec.providerIDList), the observed

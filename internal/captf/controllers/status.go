@@ -21,7 +21,7 @@ var ownedConditions = []string{
 	captfv1.DependenciesReadyCondition, captfv1.ApplyJobSucceededCondition, captfv1.StateReadableCondition,
 	captfv1.OutputsValidCondition, captfv1.InfrastructureHealthyCondition, captfv1.DriftDetectedCondition,
 	captfv1.RestoreJobSucceededCondition, captfv1.DeletionBlockedCondition, captfv1.EndpointAvailableCondition,
-	captfv1.AutoscalingActiveCondition, captfv1.StateNearSecretLimitCondition,
+	captfv1.AutoscalingActiveCondition, captfv1.StateNearSecretLimitCondition, captfv1.ClusterExportsCurrentCondition,
 }
 
 // updateStatus computes every condition from what the pass observed, then the Ready summary.

@@ -16,7 +16,29 @@ resource "terraform_data" "group" {
     bootstrap_sha256   = sha256(var.bootstrap_data)
     node_labels        = var.node_labels
     network            = try(var.captf_cluster_outputs.network_name, null)
+    label              = try(var.captf_cluster_outputs.pool_label, null)
     tags               = var.captf_tags
+  }
+}
+
+# Replaced when the cluster's exports name another attachment: a change of the cluster's exports
+# that makes the pool's plan destructive.
+resource "terraform_data" "attachment" {
+  triggers_replace = [try(var.captf_cluster_outputs.pool_attachment, null)]
+}
+
+# When the cluster's exports set pool_fail = "true", the apply fails after it changed the group:
+# a pool apply of changed exports that stops midway. The condition reads the new output, unknown
+# until applied, so the plan itself succeeds.
+resource "terraform_data" "apply_check" {
+  input      = try(var.captf_cluster_outputs.pool_fail, "") == "true"
+  depends_on = [terraform_data.group]
+
+  lifecycle {
+    postcondition {
+      condition     = !(self.input == true && self.output != null)
+      error_message = "The cluster's exports set pool_fail: this apply fails after changing the group."
+    }
   }
 }
 
