@@ -139,6 +139,12 @@ func TestCAPVCOValidation(t *testing.T) {
 		{"gpu without profile or vendor refused", vm("gpu", func(m *capvcov1.VCOMachine) {
 			m.Spec.GPU = &capvcov1.GPUSpec{Count: 1}
 		}), "set gpu.profileId or gpu.vendor"},
+		{"gpu driver release refused", vm("gpu-release", func(m *capvcov1.VCOMachine) {
+			m.Spec.GPU = &capvcov1.GPUSpec{Vendor: "nvidia", Count: 1, DriverVersion: "550.127.05"}
+		}), "gpu.driverVersion must be an NVIDIA driver branch such as 550"},
+		{"gpu driver branch accepted", vm("gpu-branch", func(m *capvcov1.VCOMachine) {
+			m.Spec.GPU = &capvcov1.GPUSpec{Vendor: "nvidia", Count: 1, DriverVersion: "550"}
+		}), ""},
 	})
 
 	t.Run("location is immutable", func(t *testing.T) {

@@ -83,10 +83,13 @@ type GPUSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=8
 	Count int32 `json:"count,omitempty"`
-	// driverVersion installs this driver on first boot (needs egress); leave empty for a stub
-	// profile or an image that carries the driver.
+	// driverVersion is an NVIDIA driver branch (e.g. "550") installed on first boot with the
+	// NVIDIA container toolkit and containerd's nvidia runtime, from Ubuntu's archive and
+	// NVIDIA's apt repository (needs egress); leave empty for a stub profile or an image that
+	// carries the driver.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]{3,4}$')",message="gpu.driverVersion must be an NVIDIA driver branch such as 550: Ubuntu's archive ships the latest release of each branch; pin an exact release with an image of your own and leave driverVersion empty"
 	DriverVersion string `json:"driverVersion,omitempty"`
 }
 
