@@ -32,8 +32,6 @@ const (
 	ConfigDir = "/captf/config"
 	// CredentialsDir mounts the credentials Secret.
 	CredentialsDir = "/var/run/captf/credentials"
-	// PlanKeyDir mounts the plan key Secret; the key is the file "key".
-	PlanKeyDir = "/captf/plan-key"
 	// TerminationLog is where the runner writes its result document.
 	TerminationLog = "/dev/termination-log"
 )
@@ -49,8 +47,10 @@ const (
 	// chunks as files "0", "1", ... (each the chunk Secret's gzip "tfstate" bytes; the chunks
 	// concatenated in index order are one gzip stream of the state JSON).
 	RestoreDir = "restore"
-	// PlanKeyFile is the plan key inside PlanKeyDir.
-	PlanKeyFile = PlanKeyDir + "/key"
+	// SavedPlanDir is the folder under ConfigDir where an approved apply Job projects the
+	// approved saved plan's chunks as files "0", "1", ... (each a saved plan Secret's data; in
+	// index order they are one gzip stream, see internal/captf/savedplan).
+	SavedPlanDir = "saved-plan"
 	// BackendType is the only state backend the generated root module configures.
 	BackendType = "kubernetes"
 )

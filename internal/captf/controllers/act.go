@@ -49,7 +49,7 @@ func (r *provider[T]) act(ctx context.Context, p *pass[T]) error {
 }
 
 // start starts the decided operation's Job: the leases first (the Job's name is their holder),
-// then the durable inputs, the plan key, the Job, and the per-run Secret the Job mounts.
+// then the durable inputs, the Job, and the per-run Secret the Job mounts.
 func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 	d := p.decision
 	rendered := p.rendered
@@ -87,11 +87,7 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 		ExpectPlan:        d.ExpectPlan,
 	}
 	if d.Op == captfv1.OperationApply {
-		hash := rendered.Hash
-		params.Guard = &jobs.Guard{Hash: hash}
-		if d.ExpectPlan != "" {
-			params.Guard.AllowDeletesHash = hash
-		}
+		params.Guard = &jobs.Guard{Hash: rendered.Hash}
 	}
 	if d.Op == captfv1.OperationRestore {
 		b := r.backupOf(p, p.decisionRestoreSerial())
@@ -108,14 +104,17 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 		params.Restore = &jobs.Restore{Serial: b.Serial, Chunks: b.Chunks, Resources: b.Resources, Digest: b.Digest}
 		params.InputsHash = b.InputsHash
 	}
-	if d.Op == captfv1.OperationPlan || d.ExpectPlan != "" || d.Op == captfv1.OperationApply {
-		key, err := r.ensurePlanKey(ctx, p)
+	if d.ExpectPlan != "" {
+		sp, err := r.approvedSavedPlan(ctx, p, d.PlanName, d.ExpectPlan)
 		if err != nil {
 			return err
 		}
-		params.PlanKeySecret = key
+		params.SavedPlan = sp
 	}
 	params.Attempt = nextAttempt(p.jobList, d.Op, params.InputsHash)
+	if err := params.Validate(); err != nil {
+		return fmt.Errorf("refusing to start a Job its runner would refuse: %w", err)
+	}
 	name := params.Name()
 
 	wait, err := r.acquireLeases(ctx, p, name, d.Op)

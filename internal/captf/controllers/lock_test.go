@@ -93,7 +93,7 @@ func TestStaleLock(t *testing.T) {
 	// A runner Pod of an earlier apply Job of c1 died holding the lock; its Job was pruned since.
 	// (The Pod's hostname is the Job's name plus the Job controller's random suffix.)
 	const staleID = "5d3f3c1e-0b5a-4c1e-9a51-0c0ffee0ddba"
-	earlier := jobs.Name(kind, "c1", contract.OpApply, 1, "an-earlier-inputs-hash", "")
+	earlier := jobs.Name(kind, "c1", contract.OpApply, 1, "an-earlier-inputs-hash")
 	setLock(t, ns, kind, "c1", staleID, "root@"+earlier+"-x7k2p")
 	update(t, tc, func(o *captfv1.TerraformCluster) { o.Spec.Variables = vars(map[string]any{"endpoint_port": 7443}) })
 	waitFor(t, tc, 2*time.Minute, "the change applied", func(o *captfv1.TerraformCluster) bool {
@@ -112,7 +112,7 @@ func TestStaleLock(t *testing.T) {
 	// writers on one state), and then the next Job removes the lock. (The Pod is not the
 	// kubelet stand-in's: its phase is written by hand.)
 	const stoppingID = "7a6b5c4d-3e2f-1a0b-9c8d-7e6f5a4b3c2d"
-	stopping := jobs.Name(kind, "c1", contract.OpApply, 1, "a-deleted-jobs-inputs-hash", "")
+	stopping := jobs.Name(kind, "c1", contract.OpApply, 1, "a-deleted-jobs-inputs-hash")
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: stopping + "-q8w4z", Labels: map[string]string{batchv1.JobNameLabel: stopping}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "source", Image: clusterImage}}},

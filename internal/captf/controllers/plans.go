@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -16,8 +17,9 @@ import (
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/captf/decide"
 	"github.com/capx-io/capx/internal/captf/jobs"
-	"github.com/capx-io/capx/internal/captf/planview"
+	"github.com/capx-io/capx/internal/captf/planhash"
 	"github.com/capx-io/capx/internal/captf/runresult"
+	"github.com/capx-io/capx/internal/captf/savedplan"
 )
 
 // clusterLabel is CAPI's cluster-name label.
@@ -108,17 +110,29 @@ func (r *provider[T]) recordPlan(ctx context.Context, p *pass[T], job *batchv1.J
 			return err
 		}
 	}
-	if rr == nil || rr.Plan == nil || rr.PlanHash == "" || planIsEmpty(rr.Plan) {
+	if rr == nil || rr.Plan == nil || planIsEmpty(rr.Plan) {
 		return nil
+	}
+	// The manager hashes the plan itself, from the saved plan the Job stored, with a key no Job
+	// is given; the summary comes from the same document.
+	name := savedplan.PlanName(p.owner.Name, job.Name)
+	sp, err := r.readSavedPlan(ctx, p, name, job.Annotations[captfv1.InputsHashAnnotation])
+	if errors.Is(err, errNoSavedPlan) {
+		r.recorder.Eventf(p.scope.Object, corev1.EventTypeWarning, "PlanNotRecorded",
+			"Job %s reported a plan but stored no usable saved plan for TerraformPlan %s (%v): there is nothing to approve", job.Name, name, err)
+		return nil
+	} else if err != nil {
+		return err
 	}
 	reason := captfv1.PlanReasonManual
 	if res == captfv1.RunBlocked || (res == captfv1.RunPlanChanged && p.spec.ApplyPolicy != captfv1.ApplyPolicyManual) {
 		reason = captfv1.PlanReasonDestructive
 	}
-	tp := newPlan(p.owner.Namespace, p.owner.Kind, p.owner.Name, job, reason, rr)
+	summary := planhash.Summarize(sp.plan)
+	tp := newPlan(p.owner.Namespace, p.owner.Kind, p.owner.Name, name, job, reason, sp.hash, summary)
 	tp.Labels = p.owner.MoveLabels()
 	tp.Labels[captfv1.PlanPhaseLabel] = string(captfv1.PlanPending)
-	tp.Labels[captfv1.DestructiveLabel] = strconv.FormatBool(rr.Destructive)
+	tp.Labels[captfv1.DestructiveLabel] = strconv.FormatBool(planhash.Destructive(sp.plan))
 	tp.OwnerReferences = []metav1.OwnerReference{p.owner.ControllerRef()}
 	if err := r.client.Create(ctx, tp); apierrors.IsAlreadyExists(err) {
 		// Recorded before (a pass that failed midway): the plan may have moved on since.
@@ -137,25 +151,27 @@ func (r *provider[T]) recordPlan(ctx context.Context, p *pass[T], job *batchv1.J
 	if err := r.adoptPlanView(ctx, tp); err != nil {
 		return err
 	}
+	if err := r.adoptSecrets(ctx, tp, sp.secrets); err != nil {
+		return err
+	}
 	if err := r.supersede(ctx, p, tp.Name); err != nil {
 		return err
 	}
 	p.status.PendingPlanRef = &corev1.LocalObjectReference{Name: tp.Name}
 	r.recorder.Eventf(p.scope.Object, corev1.EventTypeNormal, "PlanReady",
 		"TerraformPlan %s waits for approval (%s: %d to create, %d to update, %d to replace, %d to delete): kubectl captf approve %s -n %s",
-		tp.Name, reason, rr.Plan.Create, rr.Plan.Update, rr.Plan.Replace, rr.Plan.Delete, tp.Name, tp.Namespace)
+		tp.Name, reason, summary.Create, summary.Update, summary.Replace, summary.Delete, tp.Name, tp.Namespace)
 	return nil
 }
 
-// newPlan builds the TerraformPlan of a Job's plan. Its name derives from the Job and the plan
-// hash, so recording the same Job twice finds the same plan.
-func newPlan(namespace, kind, target string, job *batchv1.Job, reason captfv1.PlanReason, rr *runresult.Result) *captfv1.TerraformPlan {
-	s := rr.Plan
+// newPlan builds the TerraformPlan name (savedplan.PlanName: it derives from the Job, so
+// recording the same Job twice finds the same plan) of a Job's plan.
+func newPlan(namespace, kind, target, name string, job *batchv1.Job, reason captfv1.PlanReason, hash string, s runresult.PlanSummary) *captfv1.TerraformPlan {
 	return &captfv1.TerraformPlan{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: planview.PlanName(target, job.Name, rr.PlanHash)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec: captfv1.TerraformPlanSpec{
 			TargetRef:  captfv1.PlanTarget{Kind: kind, Name: target},
-			PlanHash:   rr.PlanHash,
+			PlanHash:   hash,
 			InputsHash: job.Annotations[captfv1.InputsHashAnnotation],
 			Reason:     reason,
 			Summary: captfv1.PlanSummary{

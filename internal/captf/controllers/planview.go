@@ -18,8 +18,6 @@ import (
 // owned by the object until the plan exists) to the TerraformPlan, so they are collected with
 // it and move with it. A plan whose Job stored no view has nothing to adopt.
 func (r *provider[T]) adoptPlanView(ctx context.Context, tp *captfv1.TerraformPlan) error {
-	ref := metav1.OwnerReference{APIVersion: captfv1.GroupVersion.String(), Kind: "TerraformPlan", Name: tp.Name, UID: tp.UID,
-		Controller: ptr.To(true)}
 	first := &corev1.Secret{}
 	if err := r.client.Get(ctx, client.ObjectKey{Namespace: tp.Namespace, Name: planview.SecretName(tp.Name)}, first); err != nil {
 		return client.IgnoreNotFound(err)
@@ -28,16 +26,27 @@ func (r *provider[T]) adoptPlanView(ctx context.Context, tp *captfv1.TerraformPl
 	if err != nil {
 		return nil // not a view the runner wrote; plan show reports it
 	}
+	names := make([]string, n)
 	for i := range n {
-		s := first
-		if i > 0 {
-			s = &corev1.Secret{}
-			if err := r.client.Get(ctx, client.ObjectKey{Namespace: tp.Namespace, Name: planview.ChunkName(tp.Name, i)}, s); err != nil {
-				if apierrors.IsNotFound(err) {
-					continue
-				}
-				return err
+		names[i] = planview.ChunkName(tp.Name, i)
+	}
+	return r.adoptSecrets(ctx, tp, names)
+}
+
+// adoptSecrets hands the named Secrets of a plan (its view, its saved plan), written by its Job
+// and owned by the object until the plan exists, to the TerraformPlan: the plan alone controls
+// them, so they go with it, and clusterctl move moves them with it (they carry its move label).
+// A Secret that is gone is skipped.
+func (r *provider[T]) adoptSecrets(ctx context.Context, tp *captfv1.TerraformPlan, names []string) error {
+	ref := metav1.OwnerReference{APIVersion: captfv1.GroupVersion.String(), Kind: "TerraformPlan", Name: tp.Name, UID: tp.UID,
+		Controller: ptr.To(true)}
+	for _, name := range names {
+		s := &corev1.Secret{}
+		if err := r.reader.Get(ctx, client.ObjectKey{Namespace: tp.Namespace, Name: name}, s); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
 			}
+			return err
 		}
 		if len(s.OwnerReferences) == 1 && s.OwnerReferences[0].UID == tp.UID {
 			continue

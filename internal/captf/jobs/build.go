@@ -17,6 +17,7 @@ import (
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/captf/contract"
+	"github.com/capx-io/capx/internal/captf/savedplan"
 )
 
 // Containers of a Job's Pod.
@@ -45,15 +46,13 @@ const (
 
 // Volumes of the Pod.
 const (
-	volumeRunner  = "runner"
-	volumeWork    = "work"
-	volumeTmp     = "tmp"
-	volumeConfig  = "config"
-	volumeCreds   = "creds"
-	volumePlanKey = "plan-key"
-	volumeToken   = "kube-api-access"
-	planKeyItem   = "key"
-	secretMode    = int32(0o440)
+	volumeRunner = "runner"
+	volumeWork   = "work"
+	volumeTmp    = "tmp"
+	volumeConfig = "config"
+	volumeCreds  = "creds"
+	volumeToken  = "kube-api-access"
+	secretMode   = int32(0o440)
 )
 
 // Bounds on what a Job's Pod may write to its node's disk: a module cannot fill the node. The
@@ -93,8 +92,6 @@ type Params struct {
 	// InputsHash is the hash of the rendered inputs the Job runs (for a destroy, those of the
 	// durable copy). It is recorded on the Job and part of its name.
 	InputsHash string
-	// Tick separates runs that would otherwise share a name (see Name).
-	Tick string
 	// Policy is the object's effective Job policy.
 	Policy Policy
 	// ManagerImage is the manager's own image: its binary is the runner.
@@ -106,25 +103,36 @@ type Params struct {
 	CredentialsSecret string
 	// ForceUnlock is the ID of a stale state lock of one of our own runs to remove after init.
 	ForceUnlock string
-	// Guard makes an apply plan first and stop before deleting or replacing anything unless the
-	// deletes were approved.
+	// Guard names what an apply that stops before a delete or replace waits for an approval of
+	// (the runner plans every apply first and stops so unless it applies an approved plan).
 	Guard *Guard
-	// ExpectPlan is the approved plan hash an apply must reproduce before it applies.
+	// ExpectPlan is the approved plan's hash: the apply applies that plan's saved plan
+	// (SavedPlan) and nothing else. No Job is given the plan key: the manager computes and
+	// checks every plan hash itself.
 	ExpectPlan string
-	// PlanKeySecret names the object's plan key Secret, mounted on plan Jobs, guarded applies (a
-	// blocked apply reports its plan with a hash, for a TerraformPlan to approve) and approved
-	// applies (those that compute a plan hash).
-	PlanKeySecret string
+	// SavedPlan is the approved plan's saved plan, as the manager verified it against
+	// ExpectPlan; nil when it could not (the runner then applies nothing and reports its new
+	// plan) or when the approved plan changed nothing (ExpectPlan is planhash.Empty).
+	SavedPlan *SavedPlan
 	// Restore describes the backup a restore Job pushes.
 	Restore *Restore
 }
 
-// Guard is a guarded apply.
+// Guard is what a stopped apply waits for.
 type Guard struct {
-	// Hash is what an approval of deletes names: the inputs hash (pools: the approval hash).
+	// Hash is the inputs hash an approval of the stopped apply's plan is for (pools: the
+	// approval hash), named in the runner's message.
 	Hash string
-	// AllowDeletesHash approves deletes when it equals Hash.
-	AllowDeletesHash string
+}
+
+// SavedPlan is the approved saved plan an approved apply applies.
+type SavedPlan struct {
+	// Chunks are the saved plan's Secrets in chunk order; each one's data is projected to
+	// <config>/saved-plan/<i>.
+	Chunks []string
+	// Digest is the hex SHA-256 of the chunks' data, as the manager verified it; the runner
+	// refuses chunks with another.
+	Digest string
 }
 
 // Restore is the backup a restore Job pushes.
@@ -143,12 +151,7 @@ type Restore struct {
 
 // Name is the Job's name (see Name).
 func (p Params) Name() string {
-	return Name(p.Owner.Kind, p.Owner.Name, p.Op, p.Attempt, p.InputsHash, p.Tick)
-}
-
-// mounts the plan key: only Jobs that compute a plan hash read it, so no other Job exposes it.
-func (p Params) mountsPlanKey() bool {
-	return p.PlanKeySecret != "" && (p.Op == contract.OpPlan || (p.Op == contract.OpApply && (p.ExpectPlan != "" || p.Guard != nil)))
+	return Name(p.Owner.Kind, p.Owner.Name, p.Op, p.Attempt, p.InputsHash)
 }
 
 // Validate reports Params the runner would refuse with a usage error (a controller bug, not a
@@ -163,12 +166,13 @@ func (p Params) Validate() error {
 		return errors.New("jobs: the owner's namespace, name and UID are required")
 	case p.ManagerImage == "" || p.Source.Image == "":
 		return errors.New("jobs: the manager image and the module image are required")
-	case (p.Guard != nil || p.ExpectPlan != "") && p.Op != contract.OpApply:
-		return fmt.Errorf("jobs: a guard or an expected plan applies only to %s, not %s", contract.OpApply, p.Op)
+	case (p.Guard != nil || p.ExpectPlan != "" || p.SavedPlan != nil) && p.Op != contract.OpApply:
+		return fmt.Errorf("jobs: a guard or an approved plan applies only to %s, not %s", contract.OpApply, p.Op)
 	case p.Guard != nil && p.Guard.Hash == "":
 		return errors.New("jobs: a guarded apply needs the hash deletes are approved for")
-	case (p.Op == contract.OpPlan || p.ExpectPlan != "") && p.PlanKeySecret == "":
-		return fmt.Errorf("jobs: a %s Job that computes a plan hash needs the plan key Secret", p.Op)
+	case p.SavedPlan != nil && (p.ExpectPlan == "" || p.SavedPlan.Digest == "" ||
+		len(p.SavedPlan.Chunks) == 0 || len(p.SavedPlan.Chunks) > savedplan.MaxChunks):
+		return fmt.Errorf("jobs: a saved plan needs the approved hash, its digest and 1 to %d chunk Secrets", savedplan.MaxChunks)
 	case p.Op == contract.OpRestore && (p.Restore == nil || len(p.Restore.Chunks) == 0):
 		return errors.New("jobs: a restore Job needs the backup's chunk Secrets")
 	case p.Op != contract.OpRestore && p.Restore != nil:
@@ -290,9 +294,6 @@ func sourceContainer(p Params) corev1.Container {
 		}}}
 		mounts = append(mounts, corev1.VolumeMount{Name: volumeCreds, MountPath: contract.CredentialsDir, ReadOnly: true})
 	}
-	if p.mountsPlanKey() {
-		mounts = append(mounts, corev1.VolumeMount{Name: volumePlanKey, MountPath: contract.PlanKeyDir, ReadOnly: true})
-	}
 	return corev1.Container{
 		Name:                     SourceContainer,
 		Image:                    p.Source.Image,
@@ -338,16 +339,13 @@ func runnerArgs(p Params) []string {
 		args = append(args, "--force-unlock="+p.ForceUnlock)
 	}
 	if g := p.Guard; g != nil && p.Op == contract.OpApply {
-		args = append(args, "--guard-deletes", "--inputs-hash="+g.Hash)
-		if g.AllowDeletesHash != "" {
-			args = append(args, "--allow-deletes-hash="+g.AllowDeletesHash)
-		}
+		args = append(args, "--inputs-hash="+g.Hash)
 	}
 	if p.ExpectPlan != "" && p.Op == contract.OpApply {
 		args = append(args, "--expect-plan="+p.ExpectPlan)
-	}
-	if p.mountsPlanKey() {
-		args = append(args, "--plan-key-file="+contract.PlanKeyFile)
+		if sp := p.SavedPlan; sp != nil {
+			args = append(args, "--saved-plan-chunks="+strconv.Itoa(len(sp.Chunks)), "--saved-plan-digest="+sp.Digest)
+		}
 	}
 	if r := p.Restore; r != nil && p.Op == contract.OpRestore {
 		args = append(args, "--restore-chunks="+strconv.Itoa(len(r.Chunks)), "--restore-resources="+strconv.Itoa(r.Resources))
@@ -413,12 +411,6 @@ func volumes(p Params, jobName string) []corev1.Volume {
 			SecretName: p.CredentialsSecret, DefaultMode: ptr.To(secretMode),
 		}}})
 	}
-	if p.mountsPlanKey() {
-		vols = append(vols, corev1.Volume{Name: volumePlanKey, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: p.PlanKeySecret, DefaultMode: ptr.To(secretMode),
-			Items: []corev1.KeyToPath{{Key: planKeyItem, Path: planKeyItem}},
-		}}})
-	}
 	return vols
 }
 
@@ -442,21 +434,33 @@ func tokenVolume() corev1.Volume {
 
 // configVolume mounts the per-run Secret at contract.ConfigDir. A restore Job projects the
 // backup's chunk Secrets beside it, chunk i's state as restore/<i>, which is where the runner
-// assembles the state from.
+// assembles the state from; an approved apply projects the approved saved plan's chunk Secrets,
+// chunk i as saved-plan/<i>.
 func configVolume(p Params, jobName string) corev1.Volume {
 	run := RunSecretName(jobName)
-	if p.Restore == nil || p.Op != contract.OpRestore {
+	var chunks []corev1.VolumeProjection
+	project := func(secret, key, dir string, i int) {
+		chunks = append(chunks, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: secret},
+			Items:                []corev1.KeyToPath{{Key: key, Path: path.Join(dir, strconv.Itoa(i))}},
+		}})
+	}
+	if p.Restore != nil && p.Op == contract.OpRestore {
+		for i, chunk := range p.Restore.Chunks {
+			project(chunk, contract.BackendStateKey, contract.RestoreDir, i)
+		}
+	}
+	if p.SavedPlan != nil && p.Op == contract.OpApply && p.ExpectPlan != "" {
+		for i, chunk := range p.SavedPlan.Chunks {
+			project(chunk, savedplan.DataKey, contract.SavedPlanDir, i)
+		}
+	}
+	if len(chunks) == 0 {
 		return corev1.Volume{Name: volumeConfig, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName: run, DefaultMode: ptr.To(secretMode),
 		}}}
 	}
-	sources := []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: run}}}}
-	for i, chunk := range p.Restore.Chunks {
-		sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
-			LocalObjectReference: corev1.LocalObjectReference{Name: chunk},
-			Items:                []corev1.KeyToPath{{Key: contract.BackendStateKey, Path: path.Join(contract.RestoreDir, strconv.Itoa(i))}},
-		}})
-	}
+	sources := append([]corev1.VolumeProjection{{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: run}}}}, chunks...)
 	return corev1.Volume{Name: volumeConfig, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 		Sources: sources, DefaultMode: ptr.To(secretMode),
 	}}}

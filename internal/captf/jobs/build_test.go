@@ -53,7 +53,6 @@ func params() map[string]Params {
 		ManagerImage:      "ghcr.io/capx-io/capx-manager:v0.1.0",
 		Source:            captfv1.WorkspaceSource{Image: "registry.example/modules/pool@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"},
 		CredentialsSecret: "cloud-credentials",
-		PlanKeySecret:     "captf-plankey-mp-pool-1",
 	}
 	with := func(op string, change func(*Params)) Params {
 		p := base
@@ -65,21 +64,19 @@ func params() map[string]Params {
 		contract.OpPlan: with(contract.OpPlan, func(*Params) {}),
 		contract.OpApply: with(contract.OpApply, func(p *Params) {
 			p.Attempt = 2
-			p.Guard = &Guard{Hash: "h2:approval", AllowDeletesHash: "h2:approval"}
+			p.Guard = &Guard{Hash: "h2:approval"}
 			p.ExpectPlan = "p2:9a8b7c6d5e4f"
+			p.SavedPlan = &SavedPlan{Digest: "d1e5e1", Chunks: []string{"captf-savedplan-0123456789abcdef0123", "captf-savedplan-0123456789abcdef0123-part-1"}}
 			p.ForceUnlock = "9c4f3c2e-1f0b-4f5e-9d8c-7b6a5f4e3d2c"
 		}),
 		contract.OpDestroy: with(contract.OpDestroy, func(p *Params) { p.Source.ImagePullPolicy = corev1.PullAlways }),
 		contract.OpRefresh: with(contract.OpRefresh, func(p *Params) {
-			p.Tick = "2026-01-02T03:04:05Z"
 			p.CredentialsSecret = ""
 		}),
 		contract.OpDrift: with(contract.OpDrift, func(p *Params) {
-			p.Tick = "2026-01-02T03:04:05Z"
 			p.Policy.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("4Gi")}}
 		}),
 		contract.OpRestore: with(contract.OpRestore, func(p *Params) {
-			p.Tick = "restore-7"
 			p.Restore = &Restore{Serial: 7, Resources: 3, Digest: "5ca1ab1e", Chunks: []string{
 				"captf-state-backup-0123456789abcdef-mp-7", "captf-state-backup-0123456789abcdef-mp-7-part-1",
 			}}
@@ -176,9 +173,15 @@ func TestBuild(t *testing.T) {
 			g.Expect(mounts).To(HaveKeyWithValue("/tmp", "tmp"))
 			g.Expect(mounts).To(HaveKeyWithValue("/captf/config", "config"))
 
-			planKey := op == contract.OpPlan || (op == contract.OpApply && p.ExpectPlan != "")
-			g.Expect(mounts).To(Equal(withIf(mounts, planKey, "/captf/plan-key", "plan-key")))
-			g.Expect(slices.Contains(source.Args, "--plan-key-file=/captf/plan-key/key")).To(Equal(planKey))
+			// No Job is given the plan key: the manager computes every plan hash itself.
+			for _, v := range pod.Volumes {
+				for _, src := range projected(v) {
+					g.Expect(src).NotTo(HavePrefix("captf-plankey-"), v.Name)
+				}
+			}
+			for _, a := range source.Args {
+				g.Expect(a).NotTo(HavePrefix("--plan-key"))
+			}
 			creds := p.CredentialsSecret != ""
 			g.Expect(mounts).To(Equal(withIf(mounts, creds, "/var/run/captf/credentials", "creds")))
 			g.Expect(source.EnvFrom != nil).To(Equal(creds))
@@ -212,6 +215,22 @@ func TestBuild(t *testing.T) {
 	}
 }
 
+// projected lists the Secrets a volume mounts.
+func projected(v corev1.Volume) []string {
+	var out []string
+	if v.Secret != nil {
+		out = append(out, v.Secret.SecretName)
+	}
+	if v.Projected != nil {
+		for _, s := range v.Projected.Sources {
+			if s.Secret != nil {
+				out = append(out, s.Secret.Name)
+			}
+		}
+	}
+	return out
+}
+
 // withIf returns m, which must hold key exactly when want is true.
 func withIf(m map[string]string, want bool, key, value string) map[string]string {
 	out := map[string]string{}
@@ -242,8 +261,10 @@ func TestParamsValidate(t *testing.T) {
 		{"no module image", contract.OpApply, func(p *Params) { p.Source.Image = "" }, "module image are required"},
 		{"guard on destroy", contract.OpDestroy, func(p *Params) { p.Guard = &Guard{Hash: "h"} }, "applies only to apply"},
 		{"guard without hash", contract.OpApply, func(p *Params) { p.Guard = &Guard{} }, "needs the hash"},
-		{"plan without key", contract.OpPlan, func(p *Params) { p.PlanKeySecret = "" }, "needs the plan key Secret"},
-		{"approved apply without key", contract.OpApply, func(p *Params) { p.PlanKeySecret = "" }, "needs the plan key Secret"},
+		{"saved plan on a plan", contract.OpPlan, func(p *Params) { p.SavedPlan = &SavedPlan{Digest: "d", Chunks: []string{"x"}} }, "applies only to apply"},
+		{"saved plan without approval", contract.OpApply, func(p *Params) { p.ExpectPlan = "" }, "needs the approved hash"},
+		{"saved plan without digest", contract.OpApply, func(p *Params) { p.SavedPlan = &SavedPlan{Chunks: []string{"x"}} }, "its digest"},
+		{"saved plan without chunks", contract.OpApply, func(p *Params) { p.SavedPlan = &SavedPlan{Digest: "d"} }, "1 to 16 chunk Secrets"},
 		{"restore without chunks", contract.OpRestore, func(p *Params) { p.Restore.Chunks = nil }, "chunk Secrets"},
 		{"restore data on a refresh", contract.OpRefresh, func(p *Params) { p.Restore = &Restore{} }, "restores nothing"},
 		{"lock timeout past the deadline", contract.OpRefresh, func(p *Params) { p.Policy.ActiveDeadlineSeconds = 60 }, "lockTimeoutSeconds"},
@@ -265,16 +286,25 @@ func TestBuildOperationFlags(t *testing.T) {
 	g := NewWithT(t)
 	ps := params()
 	apply := Build(ps[contract.OpApply]).Spec.Template.Spec.Containers[0].Args
-	g.Expect(apply).To(ContainElements("--guard-deletes", "--inputs-hash=h2:approval", "--allow-deletes-hash=h2:approval",
-		"--expect-plan=p2:9a8b7c6d5e4f", "--force-unlock=9c4f3c2e-1f0b-4f5e-9d8c-7b6a5f4e3d2c"))
+	g.Expect(apply).To(ContainElements("--inputs-hash=h2:approval", "--expect-plan=p2:9a8b7c6d5e4f",
+		"--saved-plan-chunks=2", "--saved-plan-digest=d1e5e1", "--force-unlock=9c4f3c2e-1f0b-4f5e-9d8c-7b6a5f4e3d2c"))
 	g.Expect(Build(ps[contract.OpApply]).Annotations).To(HaveKeyWithValue(captfv1.PlanHashAnnotation, "p2:9a8b7c6d5e4f"))
+	approved := Build(ps[contract.OpApply]).Spec.Template.Spec.Volumes[3]
+	g.Expect(approved.Name).To(Equal("config"))
+	g.Expect(approved.Projected.Sources).To(HaveLen(3))
+	for i, src := range approved.Projected.Sources[1:] {
+		g.Expect(src.Secret.Name).To(Equal(ps[contract.OpApply].SavedPlan.Chunks[i]))
+		g.Expect(src.Secret.Items).To(Equal([]corev1.KeyToPath{{Key: "plan.json.gz", Path: "saved-plan/" + string(rune('0'+i))}}))
+	}
 
 	// Flags of one operation never leak into another's Job.
 	p := ps[contract.OpDestroy]
 	p.Guard, p.ExpectPlan, p.Restore = &Guard{Hash: "h"}, "p2:x", &Restore{Chunks: []string{"x"}}
+	p.SavedPlan = &SavedPlan{Digest: "d", Chunks: []string{"y"}}
 	for _, a := range Build(p).Spec.Template.Spec.Containers[0].Args {
-		g.Expect(a).NotTo(Or(HavePrefix("--guard"), HavePrefix("--inputs-hash"), HavePrefix("--expect-plan"), HavePrefix("--restore"), HavePrefix("--plan-key")))
+		g.Expect(a).NotTo(Or(HavePrefix("--inputs-hash"), HavePrefix("--expect-plan"), HavePrefix("--restore"), HavePrefix("--saved-plan")))
 	}
+	g.Expect(Build(p).Spec.Template.Spec.Volumes[3].Secret).NotTo(BeNil(), "a destroy projects no chunks")
 
 	restore := Build(ps[contract.OpRestore])
 	g.Expect(restore.Annotations).To(HaveKeyWithValue(captfv1.RestoreSerialAnnotation, "7"))

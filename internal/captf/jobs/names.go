@@ -28,13 +28,12 @@ var ops = map[string]bool{
 }
 
 // Name is the Job name of one operation of an object: captf-<kindshort>-<name>-<op>-a<attempt>-<hash6>.
-// hash6 is the start of sha256 over the inputs hash, op, attempt and tick, so the same inputs,
-// attempt and tick always give the same name: a pass that crashed after creating the Job finds
-// it again instead of starting a second one. tick separates runs that would otherwise share a
-// name (the last success stamp for refresh and drift, a request stamp for restore). Above
-// MaxNameLength the object name is replaced by 16 hex characters of its sha256.
-func Name(kind, name, op string, attempt int, inputsHash, tick string) string {
-	sum := sha256.Sum256([]byte(inputsHash + "\n" + op + "\n" + strconv.Itoa(attempt) + "\n" + tick))
+// hash6 is the start of sha256 over the inputs hash, op and attempt, each followed by a newline,
+// so the same inputs and attempt always give the same name: a pass that crashed after creating
+// the Job finds it again instead of starting a second one. Above MaxNameLength the object name
+// is replaced by 16 hex characters of its sha256.
+func Name(kind, name, op string, attempt int, inputsHash string) string {
+	sum := sha256.Sum256([]byte(inputsHash + "\n" + op + "\n" + strconv.Itoa(attempt) + "\n"))
 	n := JobName{KindShort: contract.KindShort(kind), Name: name, Op: op, Attempt: attempt, Hash: hex.EncodeToString(sum[:])[:hashLength]}
 	if s := n.String(); len(s) <= MaxNameLength {
 		return s

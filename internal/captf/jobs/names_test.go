@@ -27,11 +27,11 @@ func TestName(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
 			g := NewWithT(t)
-			got := Name(tt.kind, tt.name, tt.op, tt.attempt, "h2:abc", "tick")
+			got := Name(tt.kind, tt.name, tt.op, tt.attempt, "h2:abc")
 			g.Expect(got).To(HavePrefix(tt.want))
 			g.Expect(got).To(MatchRegexp(`-[0-9a-f]{6}$`))
 			g.Expect(len(got)).To(BeNumerically("<=", MaxNameLength))
-			g.Expect(Name(tt.kind, tt.name, tt.op, tt.attempt, "h2:abc", "tick")).To(Equal(got), "deterministic")
+			g.Expect(Name(tt.kind, tt.name, tt.op, tt.attempt, "h2:abc")).To(Equal(got), "deterministic")
 
 			n, ok := ParseName(got)
 			g.Expect(ok).To(BeTrue())
@@ -45,12 +45,11 @@ func TestName(t *testing.T) {
 	}
 
 	g := NewWithT(t)
-	base := Name(contract.KindMachine, "m1", "apply", 1, "h2:abc", "")
+	base := Name(contract.KindMachine, "m1", "apply", 1, "h2:abc")
 	for _, other := range []string{
-		Name(contract.KindMachine, "m1", "apply", 1, "h2:abd", ""),
-		Name(contract.KindMachine, "m1", "apply", 1, "h2:abc", "t2"),
-		Name(contract.KindMachine, "m1", "apply", 2, "h2:abc", ""),
-		Name(contract.KindMachine, "m1", "destroy", 1, "h2:abc", ""),
+		Name(contract.KindMachine, "m1", "apply", 1, "h2:abd"),
+		Name(contract.KindMachine, "m1", "apply", 2, "h2:abc"),
+		Name(contract.KindMachine, "m1", "destroy", 1, "h2:abc"),
 	} {
 		g.Expect(other).NotTo(Equal(base))
 	}
@@ -72,7 +71,7 @@ func TestParseNameRefuses(t *testing.T) {
 }
 
 func TestParseHolder(t *testing.T) {
-	job := Name(contract.KindMachine, strings.Repeat("n", 33), "apply", 3, "h2:x", "")
+	job := Name(contract.KindMachine, strings.Repeat("n", 33), "apply", 3, "h2:x")
 	g := NewWithT(t)
 	g.Expect(len(job)).To(Equal(MaxNameLength))
 	tests := []struct {
@@ -102,8 +101,8 @@ func TestParseHolder(t *testing.T) {
 // FuzzParseName: ParseName reads the holder of a state lock, which anything with access to
 // the namespace can write. It never panics, and what it accepts is exactly a name Name writes.
 func FuzzParseName(f *testing.F) {
-	f.Add(Name(contract.KindMachine, "m1", "apply", 1, "h2:x", ""))
-	f.Add(Name(contract.KindMachinePool, "p-apply-a1-abcdef", "restore", 10, "", "t"))
+	f.Add(Name(contract.KindMachine, "m1", "apply", 1, "h2:x"))
+	f.Add(Name(contract.KindMachinePool, "p-apply-a1-abcdef", "restore", 10, ""))
 	f.Add("captf-m-m1-apply-a01-abcdef")
 	f.Add("@captf-c-c-drift-a2-000000-x7k2p")
 	f.Fuzz(func(t *testing.T, s string) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/runresult"
+	"github.com/capx-io/capx/internal/captf/savedplan"
 )
 
 // Exit codes of `runner run`.
@@ -138,11 +139,10 @@ type options struct {
 	stopTimeout      time.Duration
 	backendConfig    []string
 	forceUnlock      string
-	guardDeletes     bool
 	inputsHash       string
-	allowDeletesHash string
 	expectPlan       string
-	planKeyFile      string
+	savedPlanChunks  int
+	savedPlanDigest  string
 	restoreChunks    int
 	restoreResources int
 	restoreDigest    string
@@ -201,11 +201,10 @@ document to --result-file. Exit codes: 0 success, 1 failure (the result's error.
 	f.DurationVar(&o.stopTimeout, "stop-timeout", 570*time.Second, "after SIGTERM, how long the runtime may take to stop and the state to be saved")
 	f.StringArrayVar(&o.backendConfig, "backend-config", nil, "kubernetes backend setting key=value (repeatable)")
 	f.StringVar(&o.forceUnlock, "force-unlock", "", "lock ID of a stale state lock to remove after init")
-	f.BoolVar(&o.guardDeletes, "guard-deletes", false, "apply: plan first and stop (blocked) before deleting or replacing anything")
-	f.StringVar(&o.inputsHash, "inputs-hash", "", "apply: hash of the inputs this apply renders (required with --guard-deletes)")
-	f.StringVar(&o.allowDeletesHash, "allow-deletes-hash", "", "apply: deletes are approved when this equals --inputs-hash")
-	f.StringVar(&o.expectPlan, "expect-plan", "", "apply: approved plan hash; apply only a plan with exactly this hash")
-	f.StringVar(&o.planKeyFile, "plan-key-file", "", "file holding the plan key that keys the plan hash")
+	f.StringVar(&o.inputsHash, "inputs-hash", "", "apply: hash of the inputs this apply renders, named when the apply stops before a delete")
+	f.StringVar(&o.expectPlan, "expect-plan", "", "apply: the approved plan's hash; apply the approved saved plan (--saved-plan-chunks) and nothing else")
+	f.IntVar(&o.savedPlanChunks, "saved-plan-chunks", 0, "apply: number of chunk files <config>/saved-plan/<i> of the approved saved plan")
+	f.StringVar(&o.savedPlanDigest, "saved-plan-digest", "", "apply: hex SHA-256 the saved plan's chunk files must have together, as the manager verified them")
 	f.IntVar(&o.restoreChunks, "restore-chunks", 0, "restore: number of chunk files <config>/restore/<i>")
 	f.IntVar(&o.restoreResources, "restore-resources", 0, "restore: managed resources the backup counted (0 skips the check)")
 	f.StringVar(&o.restoreDigest, "restore-digest", "", "restore: hex SHA-256 the chunk files must have together, as the manager verified the backup")
@@ -246,14 +245,14 @@ func (o *options) validate() error {
 	if o.lockTimeout < 0 || o.stopTimeout <= 0 {
 		return errors.New("--lock-timeout must not be negative and --stop-timeout must be positive")
 	}
-	if o.guardDeletes && o.inputsHash == "" {
-		return errors.New("--guard-deletes needs --inputs-hash: deletes are allowed only when --allow-deletes-hash equals it")
+	if (o.expectPlan != "" || o.savedPlanChunks != 0 || o.savedPlanDigest != "") && o.op != contract.OpApply {
+		return errors.New("--expect-plan, --saved-plan-chunks and --saved-plan-digest apply only to --op=apply")
 	}
-	if (o.guardDeletes || o.expectPlan != "" || o.allowDeletesHash != "") && o.op != contract.OpApply {
-		return errors.New("--guard-deletes, --allow-deletes-hash and --expect-plan apply only to --op=apply")
+	if o.savedPlanChunks < 0 || o.savedPlanChunks > savedplan.MaxChunks {
+		return fmt.Errorf("--saved-plan-chunks must be between 0 and %d", savedplan.MaxChunks)
 	}
-	if (o.op == contract.OpPlan || o.expectPlan != "") && o.planKeyFile == "" {
-		return errors.New("--plan-key-file is required to fingerprint a plan (--op=plan or --expect-plan)")
+	if o.savedPlanChunks > 0 && (o.expectPlan == "" || o.savedPlanDigest == "") {
+		return errors.New("--saved-plan-chunks needs --expect-plan (the approved plan) and --saved-plan-digest (what the manager verified)")
 	}
 	if o.op == contract.OpRestore && (o.restoreChunks < 1 || o.restoreChunks > maxRestoreChunks) {
 		return fmt.Errorf("--op=restore needs --restore-chunks between 1 and %d", maxRestoreChunks)

@@ -32,9 +32,9 @@ type reporter struct {
 }
 
 // newReporter parses --event-object=<apiVersion>/<kind>/<namespace>/<name>/<uid> and connects
-// with the pod's ServiceAccount (or $KUBECONFIG outside a cluster). It returns nil, and reports
-// nothing, when no object is given or no API server can be reached.
-func newReporter(object, job string, log func(string, ...any)) (*reporter, error) {
+// with the pod's ServiceAccount (or the KUBECONFIG of environ outside a cluster). It returns nil,
+// and reports nothing, when no object is given or no API server can be reached.
+func newReporter(object, job string, environ []string, log func(string, ...any)) (*reporter, error) {
 	if object == "" {
 		return nil, nil
 	}
@@ -44,10 +44,16 @@ func newReporter(object, job string, log func(string, ...any)) (*reporter, error
 	}
 	cfg, err := rest.InClusterConfig()
 	if err != nil {
-		if os.Getenv("KUBECONFIG") == "" {
+		kubeconfig := ""
+		for _, kv := range environ {
+			if v, ok := strings.CutPrefix(kv, "KUBECONFIG="); ok {
+				kubeconfig = v
+			}
+		}
+		if kubeconfig == "" {
 			return nil, nil
 		}
-		if cfg, err = clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG")); err != nil {
+		if cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
 			return nil, nil
 		}
 	}

@@ -26,10 +26,7 @@ import (
 func (r *run) opSteps(ctx context.Context) *failure {
 	switch r.o.op {
 	case contract.OpApply:
-		if r.o.guardDeletes || r.o.expectPlan != "" {
-			return r.applyGuarded(ctx)
-		}
-		return r.applyPlain(ctx)
+		return r.apply(ctx)
 	case contract.OpPlan:
 		return r.planOp(ctx)
 	case contract.OpDestroy:
@@ -46,19 +43,11 @@ func (r *run) opSteps(ctx context.Context) *failure {
 	return &failure{kind: runresult.KindUsage, step: "prepare", summary: "unknown op " + r.o.op}
 }
 
-// applyPlain is the apply of machines and unguarded pools: validate, then apply the inputs.
-func (r *run) applyPlain(ctx context.Context) *failure {
-	if f := r.validate(ctx); f != nil {
-		return f
-	}
-	return r.run1(ctx, "apply", func(ctx context.Context) error {
-		return r.tf.Apply(ctx, r.varFile(), r.lockTimeout())
-	})
-}
-
-// applyGuarded plans, inspects the plan, and applies exactly that saved plan unless the guard
-// blocks it or it differs from the approved one. A plan without changes ends here, successfully.
-func (r *run) applyGuarded(ctx context.Context) *failure {
+// apply plans, inspects the plan, and applies a saved plan: the one it just made unless that
+// deletes or replaces something (then it stops, blocked, and stores the plan for approval), or,
+// for an approved apply, the approved saved plan (applyApproved). A plan without changes ends
+// here, successfully.
+func (r *run) apply(ctx context.Context) *failure {
 	planPath := filepath.Join(r.o.workdir, planFileApply)
 	plan, f := r.reviewPlan(ctx, planPath)
 	if f != nil {
@@ -69,16 +58,14 @@ func (r *run) applyGuarded(ctx context.Context) *failure {
 		return nil
 	}
 	if r.o.expectPlan != "" {
-		// Approving a plan approves its deletes; only its exact content may be applied.
-		if r.res.PlanHash != r.o.expectPlan {
-			r.storePlanView(ctx, plan)
-			return &failure{kind: runresult.KindPlanChanged, step: "show", summary: fmt.Sprintf(
-				"the plan now has hash %s, the approved plan had %s; the new plan needs its own approval", r.res.PlanHash, r.o.expectPlan)}
+		return r.applyApproved(ctx, plan, planPath)
+	}
+	if r.res.Destructive {
+		if f := r.storePlan(ctx, plan, planPath); f != nil {
+			return f
 		}
-	} else if r.res.Destructive && (r.o.allowDeletesHash == "" || r.o.allowDeletesHash != r.o.inputsHash) {
-		r.storePlanView(ctx, plan)
 		return &failure{kind: runresult.KindBlocked, step: "show", summary: runresult.Head(
-			"the plan deletes or replaces resources and deletes are not approved for inputs "+r.o.inputsHash+": "+
+			"the plan deletes or replaces resources and needs an approval (inputs "+r.o.inputsHash+"): "+
 				strings.Join(destructiveEntries(r.res.Plan), ", "), runresult.MaxSummaryBytes)}
 	}
 	return r.run1(ctx, "apply", func(ctx context.Context) error {
@@ -86,11 +73,59 @@ func (r *run) applyGuarded(ctx context.Context) *failure {
 	})
 }
 
-// planOp is the plan a Manual object shows for approval: summary and keyed hash.
+// staleSavedPlan is how OpenTofu and Terraform refuse a saved plan whose state has changed.
+const staleSavedPlan = "Saved plan is stale"
+
+// applyApproved applies the approved saved plan, and nothing else. Approving a plan approves
+// its deletes. Two checks stand between the approval and the apply: the plan just made
+// (plan, at planPath) must make the same changes as the approved one, and OpenTofu itself
+// refuses the saved plan when the state has moved on since it was made. Either refusal applies
+// nothing and stores the plan just made, which needs its own approval (plan-changed).
+func (r *run) applyApproved(ctx context.Context, plan *tfjson.Plan, planPath string) *failure {
+	changed := func(why string) *failure {
+		if f := r.storePlan(ctx, plan, planPath); f != nil {
+			return f
+		}
+		return &failure{kind: runresult.KindPlanChanged, step: "show", summary: runresult.Head(
+			why+"; nothing was applied, and the new plan needs its own approval", runresult.MaxSummaryBytes)}
+	}
+	switch {
+	case r.approved == nil && r.o.expectPlan == planhash.Empty && !changesResources(r.res.Plan):
+		// Approved as changing no resource (a plan Job found none), and still changing none:
+		// its output changes need nobody's approval.
+		return r.run1(ctx, "apply", func(ctx context.Context) error {
+			return r.tf.Apply(ctx, tfexec.DirOrPlan(planPath), r.lockTimeout())
+		})
+	case r.approved == nil && r.o.expectPlan == planhash.Empty:
+		return changed("the approved plan changed no resource, and the plan made now does")
+	case r.approved == nil && r.approvedErr != nil:
+		return changed(fmt.Sprintf("the approved plan %s could not be read: %v", r.o.expectPlan, r.approvedErr))
+	case r.approved == nil:
+		return changed("the manager gave no saved plan of the approved plan " + r.o.expectPlan + " (it could not verify one)")
+	}
+	same, err := planhash.SameChanges(r.approved.plan, plan)
+	if err != nil {
+		return &failure{kind: runresult.KindStep, step: "show", summary: err.Error()}
+	}
+	if !same {
+		return changed("the plan made now differs from the approved plan " + r.o.expectPlan)
+	}
+	f := r.run1(ctx, "apply", func(ctx context.Context) error {
+		return r.tf.Apply(ctx, tfexec.DirOrPlan(r.approved.path), r.lockTimeout())
+	})
+	if f != nil && f.kind == runresult.KindStep && strings.Contains(f.summary, staleSavedPlan) {
+		return changed("the state changed since the approved plan " + r.o.expectPlan + " was made: OpenTofu refused its saved plan as stale")
+	}
+	return f
+}
+
+// planOp is the plan a Manual object shows for approval: its summary, and the saved plan and
+// readable changes the manager records it from.
 func (r *run) planOp(ctx context.Context) *failure {
-	plan, f := r.reviewPlan(ctx, filepath.Join(r.o.workdir, planFileReview))
+	planPath := filepath.Join(r.o.workdir, planFileReview)
+	plan, f := r.reviewPlan(ctx, planPath)
 	if f == nil && plan != nil {
-		r.storePlanView(ctx, plan)
+		f = r.storePlan(ctx, plan, planPath)
 	}
 	return f
 }
@@ -113,7 +148,8 @@ func (r *run) reviewPlan(ctx context.Context, planPath string) (*tfjson.Plan, *f
 	if f != nil {
 		return nil, f
 	}
-	return plan, r.describePlan(plan)
+	r.describePlan(plan)
+	return plan, nil
 }
 
 func (r *run) refresh(ctx context.Context) *failure {
@@ -282,29 +318,24 @@ func (r *run) show(ctx context.Context, planPath string) (*tfjson.Plan, *failure
 	return plan, nil
 }
 
-// describePlan records the plan's summary, destructiveness and, with a plan key, its hash.
-func (r *run) describePlan(plan *tfjson.Plan) *failure {
+// describePlan records the plan's summary and destructiveness. The hash of a plan that changes
+// resources is the manager's to compute (from the saved plan, with a key no Job sees); one that
+// changes outputs only needs no approval and is reported as Empty.
+func (r *run) describePlan(plan *tfjson.Plan) {
 	s := planhash.Summarize(plan)
 	r.res.Plan = &s
 	r.res.Destructive = planhash.Destructive(plan)
-	if r.planKey == nil {
-		return nil
-	}
-	h, err := planhash.Fingerprint(r.planKey, plan, planhash.Binding{InputsHash: r.o.inputsHash})
-	if err != nil {
-		return &failure{kind: runresult.KindStep, step: "show", summary: err.Error()}
-	}
-	r.res.PlanHash = h
-	r.logf("plan: %d to create, %d to update, %d to replace, %d to delete, %d output changes; hash %s",
-		s.Create, s.Update, s.Replace, s.Delete, s.OutputChanges, h)
-	return nil
-}
-
-func (r *run) noChanges() {
-	r.res.Plan = &runresult.PlanSummary{}
-	if r.planKey != nil {
+	if !changesResources(&s) {
 		r.res.PlanHash = planhash.Empty
 	}
+	r.logf("plan: %d to create, %d to update, %d to replace, %d to delete, %d output changes",
+		s.Create, s.Update, s.Replace, s.Delete, s.OutputChanges)
+}
+
+// noChanges records a plan without changes; its hash is Empty whatever the key.
+func (r *run) noChanges() {
+	r.res.Plan = &runresult.PlanSummary{}
+	r.res.PlanHash = planhash.Empty
 }
 
 // run1 runs one step and turns its error into the run's failure.
@@ -321,6 +352,12 @@ func (r *run) varFile() *tfexec.VarFileOption {
 
 func (r *run) lockTimeout() *tfexec.LockTimeoutOption {
 	return tfexec.LockTimeout(r.o.lockTimeout.String())
+}
+
+// changesResources reports a plan that creates, updates, replaces or deletes something, as the
+// manager counts it (a plan that changes outputs only needs no approval).
+func changesResources(s *runresult.PlanSummary) bool {
+	return s != nil && s.Create+s.Update+s.Replace+s.Delete > 0
 }
 
 func destructiveEntries(s *runresult.PlanSummary) []string {

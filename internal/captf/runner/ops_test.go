@@ -38,12 +38,11 @@ func TestPlanApplyDestroy(t *testing.T) {
 		`module.role.terraform_data.failure_domain["fd-b"] (create)`,
 		"module.role.terraform_data.network (create)",
 	}}))
-	g.Expect(plan.res.PlanHash).To(HavePrefix(planhash.Prefix))
+	g.Expect(plan.res.PlanHash).To(BeEmpty(), "only the manager hashes a plan that changes something")
 	g.Expect(plan.res.Destructive).To(BeFalse())
-	g.Expect(f.run(ctx, "plan").ok(t).res.PlanHash).To(Equal(plan.res.PlanHash), "the same plan hashes the same")
 
 	apply := f.run(ctx, "apply").ok(t)
-	g.Expect(apply.stepNames()).To(Equal([]string{"init", "validate", "apply"}))
+	g.Expect(apply.stepNames()).To(Equal([]string{"init", "validate", "plan", "show", "apply"}), "every apply plans first")
 	g.Expect(apply.res.Changes).To(Equal(&runresult.Changes{Add: 4}))
 	st := f.state(ctx)
 	g.Expect(st["version"]).To(BeNumerically("==", 4))
@@ -90,66 +89,6 @@ func TestRoles(t *testing.T) {
 func roleOf(role string) contract.Role {
 	r, _ := contract.RoleOf(roleKinds[role])
 	return r
-}
-
-// TestGuardedApply: a guarded apply applies a plan without deletes, stops before a replace
-// unless deletes are approved for exactly these inputs, and applies it once they are.
-func TestGuardedApply(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
-	ctx := context.Background()
-	f := newFixture(t, "cluster")
-
-	first := f.run(ctx, "apply", "--guard-deletes", "--inputs-hash=h2:one").ok(t)
-	g.Expect(first.stepNames()).To(Equal([]string{"init", "validate", "plan", "show", "apply"}))
-	g.Expect(first.res.Changes).To(Equal(&runresult.Changes{Add: 4}))
-	g.Expect(first.res.Destructive).To(BeFalse())
-
-	serial := f.state(ctx)["serial"]
-	f.vars["network_cidr"] = "10.1.0.0/16"
-	blocked := f.run(ctx, "apply", "--guard-deletes", "--inputs-hash=h2:two", "--allow-deletes-hash=h2:one")
-	g.Expect(blocked.code).To(Equal(1))
-	g.Expect(blocked.res.Error.Kind).To(Equal(runresult.KindBlocked))
-	g.Expect(blocked.res.Error.Summary).To(ContainSubstring("module.role.terraform_data.network (replace)"))
-	g.Expect(blocked.res.Destructive).To(BeTrue())
-	g.Expect(blocked.res.Plan.Replace).To(Equal(1))
-	g.Expect(blocked.res.PlanHash).To(HavePrefix(planhash.Prefix))
-	g.Expect(blocked.stepNames()).To(Equal([]string{"init", "validate", "plan", "show"}))
-	g.Expect(f.state(ctx)["serial"]).To(Equal(serial), "a blocked apply changes nothing")
-	g.Expect(f.lockHolder(ctx)).To(BeEmpty())
-
-	allowed := f.run(ctx, "apply", "--guard-deletes", "--inputs-hash=h2:two", "--allow-deletes-hash=h2:two").ok(t)
-	g.Expect(allowed.res.Changes.Destroy).To(BeNumerically(">", 0))
-
-	nothing := f.run(ctx, "apply", "--guard-deletes", "--inputs-hash=h2:two").ok(t)
-	g.Expect(nothing.stepNames()).To(Equal([]string{"init", "validate", "plan"}), "no changes, no apply")
-}
-
-// TestApprovedApply: an approved apply applies the plan whose hash was approved, and refuses
-// (plan-changed) when the plan is no longer that one.
-func TestApprovedApply(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
-	ctx := context.Background()
-	f := newFixture(t, "cluster")
-	f.run(ctx, "apply").ok(t)
-
-	f.vars["network_cidr"] = "10.1.0.0/16"
-	reviewed := f.run(ctx, "plan").ok(t)
-	g.Expect(reviewed.res.Destructive).To(BeTrue())
-	approved := f.run(ctx, "apply", "--expect-plan="+reviewed.res.PlanHash).ok(t)
-	g.Expect(approved.res.PlanHash).To(Equal(reviewed.res.PlanHash))
-	g.Expect(approved.res.Changes).NotTo(BeNil())
-	g.Expect(f.state(ctx)["outputs"]).To(HaveKeyWithValue("exports", HaveKeyWithValue("value", HaveKeyWithValue("network_cidr", "10.1.0.0/16"))))
-
-	serial := f.state(ctx)["serial"]
-	f.vars["network_cidr"] = "10.2.0.0/16"
-	stale := f.run(ctx, "apply", "--expect-plan="+reviewed.res.PlanHash)
-	g.Expect(stale.code).To(Equal(1))
-	g.Expect(stale.res.Error.Kind).To(Equal(runresult.KindPlanChanged))
-	g.Expect(stale.res.PlanHash).NotTo(Equal(reviewed.res.PlanHash))
-	g.Expect(stale.res.Plan.Replace).To(Equal(1))
-	g.Expect(f.state(ctx)["serial"]).To(Equal(serial), "a changed plan is not applied")
 }
 
 // TestRefresh: refresh updates the state from the real objects and re-evaluates outputs, and
@@ -323,7 +262,7 @@ func TestInvalidConfiguration(t *testing.T) {
 	res := f.run(context.Background(), "apply")
 	g.Expect(res.code).To(Equal(1))
 	g.Expect(res.res.Error.Kind).To(Equal(runresult.KindStep))
-	g.Expect(res.res.Error.Step).To(Equal("apply"))
+	g.Expect(res.res.Error.Step).To(Equal("plan"), "every apply plans first")
 	g.Expect(res.res.Error.Summary).To(ContainSubstring("This module implements CAPTF module contract v1alpha1."))
 
 	f.vars["captf_contract"] = "v1alpha1"

@@ -2,6 +2,9 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -11,33 +14,77 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/capx-io/capx/internal/captf/planview"
+	"github.com/capx-io/capx/internal/captf/runresult"
+	"github.com/capx-io/capx/internal/captf/savedplan"
 )
 
-// storePlanView writes the readable, redacted changes of a plan that will wait for approval
-// into the Secrets `kubectl captf plan show` reads (internal/captf/planview), named for the
-// TerraformPlan the manager records from this Job's result and owned by the CAPTF object until
-// the manager hands them to that plan. It is best effort: a view that cannot be written is
-// logged and never fails the run, because the approval does not depend on it.
-func (r *run) storePlanView(ctx context.Context, plan *tfjson.Plan) {
-	if r.events == nil || r.res.PlanHash == "" || r.o.jobName == "" {
-		return
+// storePlan stores a plan that will wait for approval where the manager records it from: the
+// saved plan (the plan file at planPath and its show -json document, internal/captf/savedplan),
+// which an approval lets apply and which the manager hashes, and the readable, redacted changes
+// `kubectl captf plan show` reads (internal/captf/planview). Both are named for the TerraformPlan
+// (savedplan.PlanName) and owned by the CAPTF object until the manager hands them to that plan. The
+// saved plan holds every input value, sensitive ones too: it is written to Secrets only, never
+// logged. A saved plan that cannot be stored fails the run, since nobody could approve the
+// plan; a view that cannot be is logged, since the approval does not depend on it. Without an
+// object to store them for (no --event-object or no API server, as outside a Job) nothing is
+// stored.
+func (r *run) storePlan(ctx context.Context, plan *tfjson.Plan, planPath string) *failure {
+	if !changesResources(r.res.Plan) {
+		return nil // nothing anyone approves: the manager records no plan
+	}
+	if r.events == nil || r.o.jobName == "" {
+		r.logf("no object to store the plan for (--event-object, --job-name): it cannot be approved")
+		return nil
 	}
 	ref := r.events.regarding
-	name := planview.PlanName(ref.Name, r.o.jobName, r.res.PlanHash)
-	secrets, err := planview.Encode(planview.FromPlan(plan, r.red.String), name, ref.Namespace, backendLabels(r.o.backendConfig))
-	if err != nil {
-		r.logf("could not encode the plan's readable changes (kubectl captf plan show will not have them): %v", err)
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	name := savedplan.PlanName(ref.Name, r.o.jobName)
+	labels := backendLabels(r.o.backendConfig)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
+
+	fail := func(err error) *failure {
+		return &failure{kind: runresult.KindStep, step: "store-plan", summary: r.red.String(fmt.Sprintf(
+			"could not store the saved plan for TerraformPlan %s, so it cannot be approved: %v", name, err))}
+	}
+	file, err := os.ReadFile(planPath)
+	if err != nil {
+		return fail(err)
+	}
+	doc, err := json.Marshal(plan)
+	if err != nil {
+		return fail(err)
+	}
+	saved, err := savedplan.Encode(&savedplan.Bundle{PlanFile: file, Plan: doc}, name, ref.Namespace, labels)
+	if err != nil {
+		return fail(err)
+	}
+	if err := r.writeSecrets(ctx, saved); err != nil {
+		return fail(err)
+	}
+	r.logf("stored the saved plan for TerraformPlan %s in %d Secret(s)", name, len(saved))
+
+	view, err := planview.Encode(planview.FromPlan(plan, r.red.String), name, ref.Namespace, labels)
+	if err == nil {
+		err = r.writeSecrets(ctx, view)
+	}
+	if err != nil {
+		r.logf("could not store the plan's readable changes for TerraformPlan %s (kubectl captf plan show will not have them): %v", name, err)
+		return nil
+	}
+	r.logf("stored the plan's readable changes for TerraformPlan %s in %d Secret(s)", name, len(view))
+	return nil
+}
+
+// writeSecrets creates the Secrets owned by the run's object, or updates those of the same name
+// (the same Job ran again, a retried pod: the newer write wins).
+func (r *run) writeSecrets(ctx context.Context, secrets []*corev1.Secret) error {
+	ref := r.events.regarding
 	owner := metav1.OwnerReference{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID}
 	api := r.events.client.CoreV1().Secrets(ref.Namespace)
 	for _, s := range secrets {
 		s.OwnerReferences = []metav1.OwnerReference{owner}
 		_, err := api.Create(ctx, s, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
-			// The same Job ran again (a retried pod): the newer write wins.
 			var old *corev1.Secret
 			if old, err = api.Get(ctx, s.Name, metav1.GetOptions{}); err == nil {
 				s.ResourceVersion = old.ResourceVersion
@@ -45,11 +92,10 @@ func (r *run) storePlanView(ctx context.Context, plan *tfjson.Plan) {
 			}
 		}
 		if err != nil {
-			r.logf("could not store the plan's readable changes in Secret %s (kubectl captf plan show will not have them): %v", s.Name, err)
-			return
+			return fmt.Errorf("Secret %s: %w", s.Name, err)
 		}
 	}
-	r.logf("stored the plan's readable changes for TerraformPlan %s in %d Secret(s)", name, len(secrets))
+	return nil
 }
 
 // backendLabels reads the labels the manager gave the state backend

@@ -13,24 +13,28 @@ import (
 	"strconv"
 	"strings"
 
+	tfjson "github.com/hashicorp/terraform-json"
+
 	"github.com/capx-io/capx/internal/captf/contract"
+	"github.com/capx-io/capx/internal/captf/planhash"
+	"github.com/capx-io/capx/internal/captf/savedplan"
 )
 
 // Files the runner writes under --workdir.
 const (
-	cliConfigFile  = "cli.tfrc"
-	dataDirName    = ".terraform"
-	restoreFile    = "restore.tfstate"
-	erroredState   = "errored.tfstate" // what the runtime leaves in its working dir when it cannot save state
-	planFileApply  = "apply.tfplan"
-	planFileReview = "plan.tfplan"
+	cliConfigFile    = "cli.tfrc"
+	dataDirName      = ".terraform"
+	restoreFile      = "restore.tfstate"
+	erroredState     = "errored.tfstate" // what the runtime leaves in its working dir when it cannot save state
+	planFileApply    = "apply.tfplan"
+	planFileReview   = "plan.tfplan"
+	planFileApproved = "approved.tfplan" // the approved saved plan an approved apply applies
 )
 
 // Bounds on what the runner reads; any module can write Secrets, so nothing is trusted to be small.
 const (
 	maxConfigFileBytes = 2 << 20 // the durable inputs Secret's budget is 1,000,000 bytes
 	maxCredentialBytes = 1 << 20
-	maxPlanKeyBytes    = 4 << 10
 	maxStateBytes      = 64 << 20 // the state reader's gzip-bomb bound
 )
 
@@ -200,20 +204,44 @@ func decodeFile(path string, v any) error {
 	return nil
 }
 
-// loadPlanKey reads the plan key. Fingerprinting fails closed: a missing or empty key is an
-// error, never an unkeyed hash.
-func (o *options) loadPlanKey() ([]byte, error) {
-	if o.planKeyFile == "" {
+// approvedPlan is the approved saved plan of an approved apply.
+type approvedPlan struct {
+	path string       // the plan file, written under --workdir
+	plan *tfjson.Plan // its show -json document, as the manager hashed it
+}
+
+// assembleSavedPlan reads the approved saved plan from the chunk files
+// <config>/saved-plan/0..N-1, checks they are the bytes the manager verified against the
+// approved hash (--saved-plan-digest: the Secrets may have been replaced since), and writes the
+// plan file to <workdir>/approved.tfplan. Without --saved-plan-chunks it returns nil.
+func (o *options) assembleSavedPlan() (*approvedPlan, error) {
+	if o.savedPlanChunks == 0 {
 		return nil, nil
 	}
-	key, err := readBounded(o.planKeyFile, maxPlanKeyBytes)
+	chunks := make([][]byte, o.savedPlanChunks)
+	for i := range chunks {
+		b, err := readBounded(filepath.Join(o.config, contract.SavedPlanDir, strconv.Itoa(i)), savedplan.MaxChunkBytes)
+		if err != nil {
+			return nil, fmt.Errorf("runner: read saved plan chunk %d: %w", i, err)
+		}
+		chunks[i] = b
+	}
+	b, digest, err := savedplan.DecodeChunks(chunks)
 	if err != nil {
-		return nil, fmt.Errorf("runner: read plan key: %w", err)
+		return nil, fmt.Errorf("runner: read the approved saved plan: %w", err)
 	}
-	if len(key) == 0 {
-		return nil, fmt.Errorf("runner: read plan key: %s is empty", o.planKeyFile)
+	if digest != o.savedPlanDigest {
+		return nil, fmt.Errorf("runner: the saved plan's chunks have digest %s, not the %s the manager verified: a saved plan Secret changed since; nothing was applied", digest, o.savedPlanDigest)
 	}
-	return key, nil
+	plan, err := planhash.Parse(b.Plan)
+	if err != nil {
+		return nil, fmt.Errorf("runner: read the approved saved plan: %w", err)
+	}
+	path := filepath.Join(o.workdir, planFileApproved)
+	if err := os.WriteFile(path, b.PlanFile, 0o600); err != nil {
+		return nil, fmt.Errorf("runner: write the approved plan file: %w", err)
+	}
+	return &approvedPlan{path: path, plan: plan}, nil
 }
 
 // assembleRestore rebuilds the backup's state from the chunk files <config>/restore/0..N-1:

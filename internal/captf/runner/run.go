@@ -32,10 +32,12 @@ type run struct {
 	counts         *countScanner
 	tail           *tailBuffer
 
-	tf      *tfexec.Terraform // set by setupRuntime
-	root    string            // <workdir>/root, set by prepare
-	planKey []byte            // set by prepare when the op fingerprints plans
-	restore string            // assembled state file, set by prepare for restore
+	tf       *tfexec.Terraform // set by setupRuntime
+	root     string            // <workdir>/root, set by prepare
+	approved *approvedPlan     // set by prepare for an approved apply given its saved plan
+	restore  string            // assembled state file, set by prepare for restore
+	// approvedErr is why prepare could not read the approved saved plan.
+	approvedErr error
 
 	res     runresult.Result
 	current atomic.Value // name of the running step, for a result written on a hard stop
@@ -82,7 +84,7 @@ func (o *options) execute(parent context.Context, rio IO) error {
 	// Returning cancels ctx (stop above); that is no stop request.
 	defer onStop()
 
-	events, err := newReporter(o.eventObject, o.jobName, r.logf)
+	events, err := newReporter(o.eventObject, o.jobName, rio.Environ(), r.logf)
 	if err != nil {
 		r.logf("%v", err)
 	}
@@ -168,9 +170,9 @@ func (r *run) prepare(environ []string) error {
 	}
 	r.root = root
 	r.env = o.childEnv(environ)
-	if r.planKey, err = o.loadPlanKey(); err != nil {
-		return err
-	}
+	// An approved saved plan that cannot be read is no reason to stop before planning: the
+	// apply then applies nothing and reports its new plan for approval (applyApproved).
+	r.approved, r.approvedErr = o.assembleSavedPlan()
 	if o.op == contract.OpRestore {
 		if r.restore, err = o.assembleRestore(); err != nil {
 			return err

@@ -70,7 +70,7 @@ func TestStaleLockForceUnlock(t *testing.T) {
 	g.Expect(locked.res.Error.Summary).To(ContainSubstring("Error acquiring the state lock"))
 
 	unlocked := f.run(ctx, "apply", "--force-unlock="+lockID).ok(t)
-	g.Expect(unlocked.stepNames()).To(Equal([]string{"init", "force-unlock", "validate", "apply"}))
+	g.Expect(unlocked.stepNames()).To(Equal([]string{"init", "force-unlock", "validate", "plan", "show", "apply"}))
 	g.Expect(f.lockHolder(ctx)).To(BeEmpty())
 
 	// The controller's information may be stale: a lock that is gone is not an error.
@@ -108,8 +108,9 @@ func TestRedaction(t *testing.T) {
 		t.Parallel()
 		g := NewWithT(t)
 		f := leaky(t)
-		// Guarded, so the runner learns the values the plan marks sensitive before applying.
-		o := f.run(context.Background(), "apply", "--guard-deletes", "--inputs-hash=h2:x").ok(t)
+		// Every apply plans first, so the runner learns the values the plan marks sensitive
+		// before applying.
+		o := f.run(context.Background(), "apply", "--inputs-hash=h2:x").ok(t)
 		clean(t, o, secrets...)
 		for _, line := range []string{"env=", "heuristic=", "file=", "boot=", "decoded=", "internal="} {
 			g.Expect(o.log).To(ContainSubstring("(local-exec): "+line+runner.Redacted), line)
@@ -120,18 +121,11 @@ func TestRedaction(t *testing.T) {
 		g := NewWithT(t)
 		f := leaky(t)
 		f.vars["fail"] = true
-		o := f.run(context.Background(), "apply", "--guard-deletes", "--inputs-hash=h2:x")
+		o := f.run(context.Background(), "apply", "--inputs-hash=h2:x")
 		g.Expect(o.res.Error.Kind).To(Equal(runresult.KindStep))
 		g.Expect(o.res.Error.Summary).To(ContainSubstring(runner.Redacted))
 		g.Expect(strings.Count(o.log, runner.Redacted)).To(BeNumerically(">=", 5))
 		clean(t, o, secrets...)
-	})
-	t.Run("plain apply", func(t *testing.T) {
-		t.Parallel()
-		// A plain apply shows no plan JSON, so only the values the module marks sensitive
-		// itself stay unknown to the runner (the runtime never prints them on its own).
-		o := leaky(t).run(context.Background(), "apply").ok(t)
-		clean(t, o, secrets[:4]...)
 	})
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -57,8 +56,8 @@ func TestMain(m *testing.M) {
 }
 
 // fixture is the file layout of one Job pod in a temp dir: module/ beside work/ (the root's
-// module source is ../../module from work/root), config/ (the per-run Secret), creds/, and a
-// plan key; plus a namespace on the test API server for the state.
+// module source is ../../module from work/root), config/ (the per-run Secret) and creds/; plus a
+// namespace on the test API server for the state.
 type fixture struct {
 	t       *testing.T
 	dir     string
@@ -97,9 +96,6 @@ func newFixture(t *testing.T, role string) *fixture {
 	if _, ok := f.vars["captf_object"]; ok {
 		f.vars["captf_object"] = map[string]any{"kind": f.kind, "name": "obj0", "namespace": f.ns}
 	}
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	must(t, os.WriteFile(filepath.Join(f.dir, "plan-key"), key, 0o600))
 	// User TF_* and KUBE_* variables must not reach the runtime: TF_CLI_ARGS would break
 	// every command, KUBE_NAMESPACE would move the state.
 	f.environ = []string{"PATH=" + os.Getenv("PATH"), "TF_CLI_ARGS=-no-such-flag", "KUBE_NAMESPACE=elsewhere",
@@ -118,7 +114,6 @@ func (f *fixture) args(op, resultFile string, extra ...string) []string {
 		"--config=" + filepath.Join(f.dir, "config"),
 		"--credentials=" + filepath.Join(f.dir, "creds"),
 		"--providers=" + filepath.Join(f.dir, "providers"),
-		"--plan-key-file=" + filepath.Join(f.dir, "plan-key"),
 		"--lock-timeout=2s", "--stop-timeout=30s",
 		"--backend-config=config_path=" + env.KubeconfigPath,
 		"--backend-config=namespace=" + f.ns,

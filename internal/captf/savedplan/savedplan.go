@@ -29,6 +29,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/capx-io/capx/internal/captf/planview"
 )
 
 const (
@@ -70,6 +72,11 @@ func (b *Bundle) PlanFileDigest() string {
 	sum := sha256.Sum256(b.PlanFile)
 	return hex.EncodeToString(sum[:])
 }
+
+// PlanName is the TerraformPlan the manager records from the plan Job job of object target
+// made: a Job makes at most one plan, so the pair names the plan, its saved plan and its view
+// before anyone knows its hash (which only the manager computes).
+func PlanName(target, job string) string { return planview.PlanName(target, job, "") }
 
 // SecretName is the name of the first Secret of TerraformPlan plan's saved plan; the others are
 // <name>-part-<i>.
