@@ -2,13 +2,6 @@ package vco_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net/http"
 	"testing"
 	"time"
@@ -18,6 +11,7 @@ import (
 	"github.com/capx-io/capx/internal/vco"
 	"github.com/capx-io/capx/internal/vco/vcosim"
 	"github.com/capx-io/capx/internal/vco/vcospec"
+	"github.com/capx-io/capx/internal/vco/vcotest"
 )
 
 const (
@@ -121,21 +115,8 @@ func (e *env) vm(csID, name, location string) vco.VM {
 // selfSigned makes a certificate and key for a domain.
 func selfSigned(t testing.TB, domain string) (certPEM, keyPEM string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: domain}, DNSNames: []string{domain},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(90 * 24 * time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}))
+	crt, key := vcotest.SelfSigned(t, domain, domain)
+	return string(crt), string(key)
 }
 
 // benchHTTP skips the recorder, which would keep every response in memory.

@@ -2,14 +2,7 @@ package controllers_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
-	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -23,27 +16,8 @@ import (
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 	"github.com/capx-io/capx/internal/vco"
 	"github.com/capx-io/capx/internal/vco/vcosim"
+	"github.com/capx-io/capx/internal/vco/vcotest"
 )
-
-// selfSigned returns a PEM certificate and key for domain.
-func selfSigned(t *testing.T, domain string) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: domain}, DNSNames: []string{domain},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(90 * 24 * time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
-}
 
 // TestOperatorCredentials: the operator credentials do what they are for.
 //
@@ -78,12 +52,12 @@ func TestOperatorCredentials(t *testing.T) {
 		Data: map[string][]byte{vco.SecretKeyURL: []byte(h.sim.APIURL()), vco.SecretKeyCustomer: []byte(vcosim.SeedCustomer),
 			vco.SecretKeyJWT: []byte(opToken)},
 	})
-	certPEM, keyPEM := selfSigned(t, "registry.pub.example")
+	certPEM, keyPEM := vcotest.SelfSigned(t, "registry.pub.example", "registry.pub.example")
 	h.create(&corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "registry-tls"}, Type: corev1.SecretTypeTLS,
 		Data: map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM},
 	})
-	otherCert, otherKey := selfSigned(t, "registry.forbid.example")
+	otherCert, otherKey := vcotest.SelfSigned(t, "registry.forbid.example", "registry.forbid.example")
 	h.create(&corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "registry-tls-forbid"}, Type: corev1.SecretTypeTLS,
 		Data: map[string][]byte{corev1.TLSCertKey: otherCert, corev1.TLSPrivateKeyKey: otherKey},
@@ -150,7 +124,7 @@ func TestOperatorCredentials(t *testing.T) {
 	waitFor(h, forbid, time.Minute, "provisioned", provisionedCluster)
 
 	// A renewed certificate replaces the stored one.
-	renewedCert, renewedKey := selfSigned(t, "registry.pub.example")
+	renewedCert, renewedKey := vcotest.SelfSigned(t, "registry.pub.example", "registry.pub.example")
 	tls := &corev1.Secret{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: "registry-tls"}, tls)).To(Succeed())
 	tls.Data = map[string][]byte{corev1.TLSCertKey: renewedCert, corev1.TLSPrivateKeyKey: renewedKey}

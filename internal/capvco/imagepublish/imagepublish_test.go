@@ -8,6 +8,7 @@ import (
 	"github.com/capx-io/capx/internal/capvco/imagepublish"
 	"github.com/capx-io/capx/internal/vco"
 	"github.com/capx-io/capx/internal/vco/vcosim"
+	"github.com/capx-io/capx/internal/vco/vcotest"
 )
 
 // TestEnsure runs against the simulator: a visible image costs one read; a hidden one is
@@ -20,18 +21,7 @@ func TestEnsure(t *testing.T) {
 		seed.Images = append(seed.Images, vcosim.Image{Location: vcosim.SeedLocation2, Name: name, OSType: "Linux", BootType: "bios", BootDiskSize: 10, Memory: 512})
 	}
 	sim := vcosim.NewTestServer(t, vcosim.Options{Seed: &seed})
-	client := func(principal string) *vco.Client {
-		tok, err := sim.Token(principal, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := vco.New(vco.Credentials{URL: sim.APIURL(), Customer: vcosim.SeedCustomer, JWT: tok}, vco.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	op, cluster := client(vcosim.SeedOperatorPrinc), client(vcosim.SeedClusterPrinc)
+	op, cluster := vcotest.Client(t, sim, vcosim.SeedOperatorPrinc), vcotest.Client(t, sim, vcosim.SeedClusterPrinc)
 	ids := map[string]int64{}
 	for _, img := range sim.Snapshot().Images {
 		if img.Location == vcosim.SeedLocation2 {

@@ -2,44 +2,18 @@ package registrycert_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/capx-io/capx/internal/capvco/registrycert"
 	"github.com/capx-io/capx/internal/vco"
 	"github.com/capx-io/capx/internal/vco/vcosim"
+	"github.com/capx-io/capx/internal/vco/vcotest"
 )
 
-func selfSigned(t testing.TB, cn string, dns ...string) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn}, DNSNames: dns,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
-}
-
 func TestParse(t *testing.T) {
-	crt, key := selfSigned(t, "ignored.example", "Registry.Example.COM", "alt.example")
+	crt, key := vcotest.SelfSigned(t, "ignored.example", "Registry.Example.COM", "alt.example")
 	c, err := registrycert.Parse(crt, key)
 	if err != nil {
 		t.Fatal(err)
@@ -50,12 +24,12 @@ func TestParse(t *testing.T) {
 	if s := c.String(); !strings.Contains(s, "registry.example.com") || strings.Contains(s, "PRIVATE") {
 		t.Errorf("String() = %q", s)
 	}
-	cnOnly, cnKey := selfSigned(t, "cn.example")
+	cnOnly, cnKey := vcotest.SelfSigned(t, "cn.example")
 	if c, err := registrycert.Parse(cnOnly, cnKey); err != nil || c.Domain != "cn.example" {
 		t.Errorf("common name only: %+v, %v", c, err)
 	}
-	_, otherKey := selfSigned(t, "other.example")
-	noName, noNameKey := selfSigned(t, "")
+	_, otherKey := vcotest.SelfSigned(t, "other.example")
+	noName, noNameKey := vcotest.SelfSigned(t, "")
 	for name, tc := range map[string]struct {
 		crt, key []byte
 		want     string
@@ -79,7 +53,7 @@ func TestParse(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	crt, key := selfSigned(f, "fuzz.example", "fuzz.example")
+	crt, key := vcotest.SelfSigned(f, "fuzz.example", "fuzz.example")
 	f.Add(crt, key)
 	f.Add([]byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"), key)
 	f.Fuzz(func(t *testing.T, crt, key []byte) {
@@ -101,18 +75,7 @@ func FuzzParse(f *testing.F) {
 func TestEnsureAndDelete(t *testing.T) {
 	ctx := context.Background()
 	sim := vcosim.NewTestServer(t, vcosim.Options{})
-	client := func(principal string) *vco.Client {
-		tok, err := sim.Token(principal, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := vco.New(vco.Credentials{URL: sim.APIURL(), Customer: vcosim.SeedCustomer, JWT: tok}, vco.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	op, cluster := client(vcosim.SeedOperatorPrinc), client(vcosim.SeedClusterPrinc)
+	op, cluster := vcotest.Client(t, sim, vcosim.SeedOperatorPrinc), vcotest.Client(t, sim, vcosim.SeedClusterPrinc)
 	parse := func(crt, key []byte) registrycert.Certificate {
 		c, err := registrycert.Parse(crt, key)
 		if err != nil {
@@ -120,8 +83,8 @@ func TestEnsureAndDelete(t *testing.T) {
 		}
 		return c
 	}
-	first := parse(selfSigned(t, "registry.example", "registry.example"))
-	renewed := parse(selfSigned(t, "registry.example", "registry.example"))
+	first := parse(vcotest.SelfSigned(t, "registry.example", "registry.example"))
+	renewed := parse(vcotest.SelfSigned(t, "registry.example", "registry.example"))
 
 	if _, err := registrycert.Ensure(ctx, cluster, first); !errors.Is(err, vco.ErrForbidden) {
 		t.Fatalf("the cluster's credential wrote the store: %v", err)
