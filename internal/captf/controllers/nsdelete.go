@@ -34,8 +34,7 @@ func (r *provider[T]) holdInTerminatingNamespace(ctx context.Context, p *pass[T]
 	if ns.DeletionTimestamp.IsZero() && ns.Status.Phase != corev1.NamespaceTerminating {
 		return nil
 	}
-	hold := &namespaceTerminatingError{namespace: ns.Name, kind: p.owner.Kind, name: p.owner.Name,
-		suffix: p.owner.StateSuffix(), resources: p.snap.Resources}
+	hold := &namespaceTerminatingError{namespace: ns.Name, kind: p.owner.Kind, name: p.owner.Name, resources: p.snap.Resources}
 	p.stateErr, p.snap = hold, nil
 	// An Event in the object's namespace would be refused like everything else; the Namespace's
 	// own Events (kubectl describe namespace) are where the person deleting it looks.
@@ -46,18 +45,19 @@ func (r *provider[T]) holdInTerminatingNamespace(ctx context.Context, p *pass[T]
 
 // namespaceTerminatingError is the hold of holdInTerminatingNamespace; its text says what to do.
 type namespaceTerminatingError struct {
-	namespace, kind, name, suffix string
-	resources                     int
+	namespace, kind, name string
+	resources             int
 }
 
 func (e *namespaceTerminatingError) Error() string {
 	return fmt.Sprintf("namespace %s is being deleted, and Kubernetes creates nothing in it any more, so no destroy Job can run "+
 		"for the %d resources the state records. The state, its backups and the durable inputs are kept, and the namespace "+
-		"stays Terminating, so nothing is leaked. To keep the infrastructure and let the namespace go, save the state "+
-		"(kubectl get secrets -n %s -l %s=%s -o yaml > state.yaml) and set deletionPolicy Retain "+
+		"stays Terminating, so nothing is leaked. To let the namespace go, save CAPTF's Secrets "+
+		"(kubectl get secrets -n %s -l %s=true -o yaml > captf-secrets.yaml) and set deletionPolicy Retain "+
 		"(kubectl patch %s %s -n %s --type merge -p '{\"spec\":{\"deletionPolicy\":\"Retain\"}}'); the namespace deletion "+
-		"then deletes the state Secrets, and destroying that infrastructure is yours. See docs/captf/deletion.md",
-		e.namespace, e.resources, e.namespace, contract.BackendSuffixLabel, e.suffix, kubectlResource(e.kind), e.name, e.namespace)
+		"then deletes them. To destroy the infrastructure afterwards, restore them into the re-created namespace with the "+
+		"object and delete it again (docs/captf/deletion.md, Deleting the namespace)",
+		e.namespace, e.resources, e.namespace, captfv1.ManagedLabel, kubectlResource(e.kind), e.name, e.namespace)
 }
 
 // kubectlResource is the resource name kubectl takes for a CAPTF kind.

@@ -29,7 +29,7 @@ import (
 // StateReadable=False/NamespaceTerminating, says why and what to do (its Deleting condition,
 // an Event on the Namespace), starts no destroy (Kubernetes refuses every create in the
 // namespace), and the namespace waits. Set to deletionPolicy Retain, the object and then the
-// namespace go.
+// namespace go; restored into the re-created namespace with the object, the destroy runs.
 func TestNamespaceDeletionHoldsInfrastructure(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -104,10 +104,42 @@ func TestNamespaceDeletionHoldsInfrastructure(t *testing.T) {
 	g.Expect(in.Annotations).To(HaveKeyWithValue(captfv1.AppliedAnnotation, "true"), "the applied marker is kept")
 	g.Expect(kubelet.Log.String()).NotTo(ContainSubstring("captf-c-c-destroy"), "no destroy Job ran")
 
-	// Retain lets the object go, and the namespace deletion then finishes.
+	// What the condition says: save CAPTF's Secrets, set Retain; the object and then the
+	// namespace go.
+	var saved []corev1.Secret
+	list := &corev1.SecretList{}
+	g.Expect(env.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{captfv1.ManagedLabel: "true"})).To(Succeed())
+	for _, s := range list.Items {
+		if !strings.HasPrefix(s.Name, "captf-run-") {
+			saved = append(saved, s)
+		}
+	}
+	g.Expect(saved).To(ContainElement(HaveField("Name", contract.StateSecretName(owner.StateSuffix()))))
 	update(t, tc, func(o *captfv1.TerraformCluster) { o.Spec.DeletionPolicy = captfv1.DeletionPolicyRetain })
 	gone(t, tc, time.Minute)
 	gone(t, namespace, 3*time.Minute)
+
+	// And the way back to a destroy: the namespace again, the saved Secrets restored, the object
+	// re-created. It takes its state over (owner repair) without applying, and deleting it now
+	// destroys what the state records.
+	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	for _, s := range saved {
+		create(t, asRestored(s))
+	}
+	pods := kubelet.Started()
+	again := newTerraformCluster(t, ns, "c", nil)
+	waitFor(t, again, time.Minute, "provisioned from the restored state", func(o *captfv1.TerraformCluster) bool {
+		return provisioned(o.Status.Initialization)
+	})
+	g.Expect(kubelet.Started()).To(Equal(pods), "nothing applied")
+	g.Expect(env.Client.Delete(ctx, again)).To(Succeed())
+	gone(t, again, 2*time.Minute)
+	g.Expect(kubelet.Log.String()).To(ContainSubstring("captf-c-c-destroy"), "the destroy ran")
+	left := &corev1.SecretList{}
+	g.Expect(env.Client.List(ctx, left, client.InNamespace(ns), client.MatchingLabels{captfv1.ManagedLabel: "true"})).To(Succeed())
+	for _, s := range left.Items {
+		g.Expect(s.Name).To(HavePrefix("captf-run-"), "only run Secrets, which go with their Jobs, may be left")
+	}
 }
 
 func ptrTo[T any](v T) *T { return &v }
