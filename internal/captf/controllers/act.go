@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,11 +22,14 @@ import (
 	"github.com/capx-io/capx/internal/captf/decide"
 	"github.com/capx-io/capx/internal/captf/inputs"
 	"github.com/capx-io/capx/internal/captf/jobs"
+	"github.com/capx-io/capx/internal/captf/leases"
 	"github.com/capx-io/capx/internal/captf/state"
 )
 
 // act carries out the decision: start a Job, let the finalizer go (after cleaning up), retain,
-// or wait.
+// claim a waiting operation's leases, or nothing (a wait). It decides nothing: what it meets
+// while starting (a lease taken since checkStart read it, a refusal at admission) is recorded
+// as an observation and Next is asked again; anything else is an error.
 func (r *provider[T]) act(ctx context.Context, p *pass[T]) error {
 	d := p.decision
 	switch {
@@ -42,10 +47,53 @@ func (r *provider[T]) act(ctx context.Context, p *pass[T]) error {
 			"deletionPolicy Retain: the infrastructure and its state Secrets were kept, labelled "+
 				captfv1.RetainedFromUIDLabel+"="+string(p.owner.UID))
 		p.done = true
-	case d.Op != "":
+	case d.ClaimLeases:
+		return r.claimLeases(ctx, p)
+	case d.CheckStart:
+		return fmt.Errorf("%s was decided without checking what its start needs", d.Op)
+	case d.Starts():
 		return r.start(ctx, p)
 	}
 	return nil
+}
+
+// claimLeases takes the leases of the operation that waits for them (a cluster's mutating
+// operation waiting for its members' Jobs), without starting its Job: members that would start
+// later see the cluster's lease and wait (writers are preferred).
+func (r *provider[T]) claimLeases(ctx context.Context, p *pass[T]) error {
+	op := p.decision.Pending
+	hash := p.input.InputsHash
+	if op == captfv1.OperationDestroy && p.stored != nil {
+		hash = p.stored.Rendered.Hash
+	}
+	if op == captfv1.OperationRestore {
+		if b := r.backupOf(p, p.decisionRestoreSerial()); b != nil {
+			hash = b.InputsHash
+		}
+	}
+	holder := jobs.Params{Owner: p.owner, Op: string(op), InputsHash: hash, Attempt: nextAttempt(p.jobList, op, hash)}.Name()
+	_, err := r.acquireLeases(ctx, p, holder, op)
+	return err
+}
+
+// leaseLost records a lease that act found taken although checkStart read it free, and asks
+// Next again with it.
+func (r *provider[T]) leaseLost(ctx context.Context, p *pass[T], w *leases.Wait) {
+	l := &p.input.Start.Leases
+	switch w.Reason {
+	case captfv1.WaitingForClusterOperationReason:
+		l.ClusterHeld = true
+	case captfv1.WaitingForMachineOperationsReason:
+		l.MembersBusy = true
+	default:
+		l.RunHeld = true
+	}
+	p.leaseWait = w
+	r.ask(ctx, p)
+	if p.decision.Starts() {
+		// Not expected (the wait names a lease Next weighs); never start without the lease.
+		p.decision = decide.Decision{Reason: w.Reason, Wait: true, Pending: p.decision.Op}
+	}
 }
 
 // start starts the decided operation's Job: the leases first (the Job's name is their holder),
@@ -58,23 +106,6 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 	}
 	if rendered == nil {
 		return fmt.Errorf("no inputs to run %s with", d.Op)
-	}
-	if err := p.policy.Validate(); err != nil {
-		p.startWait, p.startErr = captfv1.JobPolicyInvalidReason, err
-		return nil
-	}
-	if invalid, err := r.checkServiceAccount(ctx, p); err != nil {
-		return err
-	} else if invalid != "" {
-		p.startWait, p.startErr = captfv1.JobPolicyInvalidReason, errors.New(invalid)
-		p.requeueAfter(time.Minute) // ServiceAccounts are not watched
-		return nil
-	}
-	if p.inputsWait == captfv1.CredentialsNotFoundReason {
-		// Even a destroy, which runs with the durable inputs, needs the credentials.
-		p.startWait, p.startWaitMessage = p.inputsWait, errText(p.inputsErr)
-		p.requeueAfter(time.Minute)
-		return nil
 	}
 	params := jobs.Params{
 		Owner: p.owner, Op: string(d.Op),
@@ -91,16 +122,10 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 	}
 	if d.Op == captfv1.OperationRestore {
 		b := r.backupOf(p, p.decisionRestoreSerial())
-		current := ""
-		if p.snap != nil {
-			current = p.snap.Lineage
+		if b == nil {
+			return fmt.Errorf("no backup of serial %d to restore", p.decisionRestoreSerial())
 		}
-		if err := state.VerifyBackup(ctx, r.reader, p.owner.Namespace, *b, current); errors.Is(err, state.ErrBackupInvalid) {
-			p.startWait, p.startErr = captfv1.RestoreBackupInvalidReason, err
-			return nil
-		} else if err != nil {
-			return err
-		}
+		// checkStart verified it in this pass; the runner checks its digest again.
 		params.Restore = &jobs.Restore{Serial: b.Serial, Chunks: b.Chunks, Resources: b.Resources, Digest: b.Digest}
 		params.InputsHash = b.InputsHash
 	}
@@ -117,11 +142,11 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 	}
 	name := params.Name()
 
-	wait, err := r.acquireLeases(ctx, p, name, d.Op)
-	if err != nil || wait != "" {
-		p.startWait = wait
-		p.requeueAfter(30 * time.Second)
+	if wait, err := r.acquireLeases(ctx, p, name, d.Op); err != nil {
 		return err
+	} else if wait != nil {
+		r.leaseLost(ctx, p, wait)
+		return nil
 	}
 	if err := r.ensureLockAccess(ctx, p); err != nil {
 		return r.startFailed(ctx, p, name, err)
@@ -141,6 +166,9 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 	// refusal writes nothing to the object. Setting and clearing block-move on every attempt
 	// would itself bring the object back at once, retrying in a loop.
 	if err := r.client.Create(ctx, job.DeepCopy(), client.DryRunAll); err != nil && !apierrors.IsAlreadyExists(err) {
+		return r.startFailed(ctx, p, name, err)
+	}
+	if err := r.dryRunPod(ctx, job); err != nil { // its Pods are admitted too (podrefusal.go)
 		return r.startFailed(ctx, p, name, err)
 	}
 	// The run Secret comes before the Job, owned by the object until the Job exists: a Job is
@@ -173,6 +201,7 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 		return err
 	}
 	p.started = job
+	r.refusals.forget(p.owner.UID)
 	p.status.ActiveJob = &captfv1.JobReference{Name: job.Name, Operation: d.Op}
 	r.recorder.Eventf(p.scope.Object, corev1.EventTypeNormal, "JobStarted", "Started %s Job %s (%s)", d.Op, job.Name, d.Reason)
 	ctrl.LoggerFrom(ctx).Info("Started a Job", "job", job.Name, "op", d.Op, "reason", d.Reason)
@@ -199,7 +228,7 @@ func (r *provider[T]) writeRunSecret(ctx context.Context, p *pass[T], job *batch
 
 // ownRunSecret hands a Job's run Secret to the Job, so the garbage collector deletes it with
 // the Job. A pass that crashed before doing so leaves it to the next pass that sees the Job
-// running (waitForActiveJob).
+// running (trackActiveJob).
 func (r *provider[T]) ownRunSecret(ctx context.Context, job *batchv1.Job) error {
 	s := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: job.Namespace, Name: jobs.RunSecretName(job.Name)}
@@ -251,12 +280,51 @@ func (r *provider[T]) startFailed(ctx context.Context, p *pass[T], holder string
 	if rerr := r.releaseLeases(ctx, p, holder); rerr != nil {
 		ctrl.LoggerFrom(ctx).Error(rerr, "Releasing leases after a failed start")
 	}
-	if apierrors.IsForbidden(err) && isQuotaError(err) {
-		p.startWait, p.startErr = captfv1.QuotaExceededReason, err
-		p.requeueAfter(time.Minute)
+	if reason := startRefusal(err); reason != "" { // a quota, or a refusal of the Job's Pods (podrefusal.go)
+		// An observation: the next start of this object waits on it (decide.Start.LastRefusal).
+		rf := &refusal{reason: reason, at: r.clock.Now(), err: err}
+		r.refusals.set(p.owner.UID, rf)
+		p.lastRefusal = rf
+		p.input.Start.LastRefusal = &decide.Refusal{Reason: rf.reason, At: rf.at}
+		r.ask(ctx, p)
 		return nil
 	}
 	return err
+}
+
+// refusals remembers, per object, the newest Job the API server refused at admission, which
+// the object's next start waits on. It is kept in memory only: a restarted manager asks the
+// API server once more, which costs one refused dry run.
+type refusals struct {
+	mu sync.Mutex
+	m  map[types.UID]*refusal
+}
+
+// refusal is a Job the API server refused to create.
+type refusal struct {
+	reason string
+	at     time.Time
+	err    error
+}
+
+func newRefusals() *refusals { return &refusals{m: map[types.UID]*refusal{}} }
+
+func (r *refusals) get(uid types.UID) *refusal {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m[uid]
+}
+
+func (r *refusals) set(uid types.UID, rf *refusal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.m[uid] = rf
+}
+
+func (r *refusals) forget(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, uid)
 }
 
 // isQuotaError recognises the quota admission plugin's refusals: "exceeded quota", and the
@@ -293,40 +361,53 @@ func (r *provider[T]) credentialsSecret(p *pass[T]) string {
 	return ""
 }
 
+// countSlots counts the active Jobs against the manager-wide and the cluster's caps. Jobs that
+// cannot be counted count as a reached cap (decide.Slots.Uncounted): a cap never opens on an
+// error.
+func (r *provider[T]) countSlots(ctx context.Context, p *pass[T]) error {
+	p.slots, p.slotsErr = r.slots(ctx, p)
+	if p.slotsErr != nil {
+		ctrl.LoggerFrom(ctx).Error(p.slotsErr, "Counting active Jobs failed; no Job starts until they are counted")
+	}
+	return nil
+}
+
 // slots reports whether the manager-wide or the cluster's cap on active Jobs is reached (Full),
 // or 80% of one (Busy: background work waits).
-func (r *provider[T]) slots(ctx context.Context, p *pass[T]) decide.Slots {
+func (r *provider[T]) slots(ctx context.Context, p *pass[T]) (decide.Slots, error) {
 	var s decide.Slots
 	check := func(active, limit int) {
-		if limit <= 0 {
-			return
-		}
 		s.Full = s.Full || active >= limit
 		s.Busy = s.Busy || active*5 >= limit*4
 	}
 	if r.opts.MaxActiveJobs > 0 {
-		check(r.countActive(ctx, nil), r.opts.MaxActiveJobs)
+		n, err := r.countActive(ctx, client.MatchingLabels{captfv1.ManagedLabel: "true"})
+		if err != nil {
+			return decide.Slots{Uncounted: true}, err
+		}
+		check(n, r.opts.MaxActiveJobs)
 	}
 	limit := r.opts.ClusterMaxActiveJobs
 	if tc := p.tfCluster; tc != nil && tc.Spec.MaxActiveJobs != nil {
 		limit = int(*tc.Spec.MaxActiveJobs)
-	} else if tc, ok := any(p.scope.Object).(*captfv1.TerraformCluster); ok && tc.Spec.MaxActiveJobs != nil {
-		limit = int(*tc.Spec.MaxActiveJobs)
+	} else if own := r.kind.maxActiveJobs(p.scope.Object); own != nil {
+		limit = int(*own)
 	}
 	if limit > 0 && p.owner.ClusterName != "" {
-		check(r.countActive(ctx, client.MatchingLabels{captfv1.ManagedLabel: "true", clusterLabel: p.owner.ClusterName}, client.InNamespace(p.owner.Namespace)), limit)
+		n, err := r.countActive(ctx, client.MatchingLabels{captfv1.ManagedLabel: "true", clusterLabel: p.owner.ClusterName}, client.InNamespace(p.owner.Namespace))
+		if err != nil {
+			return decide.Slots{Uncounted: true}, err
+		}
+		check(n, limit)
 	}
-	return s
+	return s, nil
 }
 
 // countActive counts running CAPTF Jobs in the cache.
-func (r *provider[T]) countActive(ctx context.Context, sel client.ListOption, more ...client.ListOption) int {
-	if sel == nil {
-		sel = client.MatchingLabels{captfv1.ManagedLabel: "true"}
-	}
+func (r *provider[T]) countActive(ctx context.Context, opts ...client.ListOption) (int, error) {
 	list := &batchv1.JobList{}
-	if err := r.client.List(ctx, list, append([]client.ListOption{sel}, more...)...); err != nil {
-		return 0
+	if err := r.client.List(ctx, list, opts...); err != nil {
+		return 0, fmt.Errorf("count active Jobs: %w", err)
 	}
 	n := 0
 	for i := range list.Items {
@@ -334,7 +415,7 @@ func (r *provider[T]) countActive(ctx context.Context, sel client.ListOption, mo
 			n++
 		}
 	}
-	return n
+	return n, nil
 }
 
 // findDependents (clusters) lists what must be deleted first.

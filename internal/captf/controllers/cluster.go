@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -24,6 +25,15 @@ func (clusterKind) workspace(c *captfv1.TerraformCluster) (*captfv1.WorkspaceSpe
 }
 
 func (clusterKind) mutable() bool { return true }
+
+// maxActiveJobs is the TerraformCluster's own cap on its cluster's active Jobs.
+func (clusterKind) maxActiveJobs(c *captfv1.TerraformCluster) *int32 { return c.Spec.MaxActiveJobs }
+
+func (clusterKind) membershipInterval(*captfv1.TerraformCluster) time.Duration { return 0 }
+
+func (clusterKind) setStatus(p *pass[*captfv1.TerraformCluster]) { setClusterStatus(p) }
+
+func (clusterKind) readyCountsApplies() bool { return false }
 
 // roleInputs renders the endpoint the user fixed (null once the module chose one, so the module
 // keeps choosing), the Kubernetes version, whether the control plane is initialized (latched:

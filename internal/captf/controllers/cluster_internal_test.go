@@ -50,7 +50,7 @@ func TestClusterEndpointChanged(t *testing.T) {
 				return
 			}
 			p.outputs = out
-			updateStatus(p, true)
+			updateStatus(p, clusterKind{})
 			c := conditions.Get(obj, captfv1.OutputsValidCondition)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))

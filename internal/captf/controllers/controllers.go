@@ -47,6 +47,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	e.leases = leases.New(e.client, e.reader, e.clock)
 	e.states = newStateCache()
+	e.refusals = newRefusals()
 	// A finished Job, a decided plan and a new state serial (written by the Job's runtime, or
 	// adopted) each bring the object back. The manager caches only the metadata of the Secrets
 	// it labels, never their data: any module can write Secrets with the managed label, as many

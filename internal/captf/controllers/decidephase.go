@@ -2,10 +2,12 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -14,14 +16,37 @@ import (
 	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/decide"
 	"github.com/capx-io/capx/internal/captf/jobs"
+	"github.com/capx-io/capx/internal/captf/leases"
 	"github.com/capx-io/capx/internal/captf/state"
 )
 
-// defaultMembershipInterval is how often a pool's instances are refreshed by default.
-const defaultMembershipInterval = 60 * time.Second
-
-// decide gathers what the pass observed into decide.Input and asks decide.Next.
+// decide asks decide.Next what the object does next, from what the phases before it recorded.
 func (r *provider[T]) decide(ctx context.Context, p *pass[T]) error {
+	p.input = r.input(p)
+	r.ask(ctx, p)
+	return nil
+}
+
+// ask asks decide.Next with p.input: once per pass, and again when checkStart or act observed
+// more for the start of the operation it returned.
+func (r *provider[T]) ask(ctx context.Context, p *pass[T]) {
+	p.decision = decide.Next(p.input)
+	p.requeueAfter(p.decision.RequeueAfter)
+	d := p.decision
+	ctrl.LoggerFrom(ctx).V(4).Info("Decided", "op", d.Op, "reason", d.Reason, "wait", d.Wait, "checkStart", d.CheckStart, "pending", d.Pending)
+}
+
+// decidePaused asks decide.Paused: a paused object starts nothing, and looks again while a Job
+// runs.
+func (r *provider[T]) decidePaused(_ context.Context, p *pass[T]) error {
+	p.input = decide.Input{Now: r.clock.Now(), UID: string(p.owner.UID), ActiveJob: p.active != nil}
+	p.decision = decide.Paused(p.input)
+	p.requeueAfter(p.decision.RequeueAfter)
+	return nil
+}
+
+// input is what the pass observed, as decide.Input. It makes no API calls.
+func (r *provider[T]) input(p *pass[T]) decide.Input {
 	in := decide.Input{
 		Now:                    r.clock.Now(),
 		UID:                    string(p.owner.UID),
@@ -29,6 +54,7 @@ func (r *provider[T]) decide(ctx context.Context, p *pass[T]) error {
 		Deleting:               !p.scope.Object.GetDeletionTimestamp().IsZero(),
 		DeletionPolicy:         p.spec.DeletionPolicy,
 		DependentsExist:        len(p.dependents) > 0,
+		ActiveJob:              p.active != nil,
 		State:                  stateView(p),
 		EverApplied:            ptr.Deref(p.init.Provisioned, false) || (p.stored != nil && p.stored.Applied) || len(p.backups) > 0,
 		InputsWait:             p.inputsWait,
@@ -36,7 +62,10 @@ func (r *provider[T]) decide(ctx context.Context, p *pass[T]) error {
 		ApplyPolicy:            p.spec.ApplyPolicy,
 		FailedJobsHistoryLimit: int(p.policy.FailedJobsHistoryLimit),
 		HealthPending:          p.outputs != nil && p.outputs.Health != nil && p.outputs.Health.State == "pending",
-		Slots:                  r.slots(ctx, p),
+		MembershipInterval:     r.kind.membershipInterval(p.scope.Object),
+		Slots:                  p.slots,
+		CredentialsMissing:     p.inputsWait == captfv1.CredentialsNotFoundReason,
+		Plan:                   p.plan,
 	}
 	if p.rendered != nil {
 		in.InputsHash = p.rendered.Hash
@@ -50,34 +79,91 @@ func (r *provider[T]) decide(ctx context.Context, p *pass[T]) error {
 	in.LastRefresh = latest(lastApplied, lastSuccess(p.jobList, captfv1.OperationRefresh, ""))
 	in.PendingRefreshes = countSince(p.jobList, captfv1.OperationRefresh, lastApplied)
 	r.driftInputs(p, &in, lastApplied)
-	if p.owner.Kind == contract.KindMachinePool {
-		in.MembershipInterval = defaultMembershipInterval
-		if s := membershipSeconds(p); s > 0 {
-			in.MembershipInterval = time.Duration(s) * time.Second
-		}
-	}
 	in.Restore = r.restoreRequest(p)
-	syncHold(p.scope.Object, p.jobList)
 	in.NotPersisted, _ = notPersisted(p.jobList, p.scope.Object.GetAnnotations())
-	if in.InputsHash != "" {
-		plan, err := r.currentPlan(ctx, p, in.InputsHash)
-		if err != nil {
-			return err
-		}
-		in.Plan = plan
+	return in
+}
+
+// findPlan finds the plan the decision weighs for the current inputs.
+func (r *provider[T]) findPlan(ctx context.Context, p *pass[T]) error {
+	if p.rendered == nil {
+		return nil
 	}
-	p.decision = decide.Next(in)
-	p.requeueAfter(p.decision.RequeueAfter)
-	ctrl.LoggerFrom(ctx).V(4).Info("Decided", "op", p.decision.Op, "reason", p.decision.Reason, "wait", p.decision.Wait)
+	plan, err := r.currentPlan(ctx, p, p.rendered.Hash)
+	p.plan = plan
+	return err
+}
+
+// copyHold keeps the object's copy of a state-not-persisted hold in step with its Jobs (the
+// object's patch at the end of the pass saves it), so the hold outlives the Job that met it.
+func (r *provider[T]) copyHold(_ context.Context, p *pass[T]) error {
+	syncHold(p.scope.Object, p.jobList)
 	return nil
 }
 
-// membershipSeconds is a pool's membership refresh interval (0: the default).
-func membershipSeconds[T capi.Object](p *pass[T]) int32 {
-	if mp, ok := any(p.scope.Object).(*captfv1.TerraformMachinePool); ok {
-		return ptr.Deref(mp.Spec.MembershipRefreshIntervalSeconds, 0)
+// checkStart observes, once an operation is due, what starting its Job needs: a Job policy
+// that makes a Job, a ServiceAccount that may run it, a sound backup for a restore, the API
+// server's newest refusal, and the leases (read here, taken by act). Then it asks Next again.
+func (r *provider[T]) checkStart(ctx context.Context, p *pass[T]) error {
+	d := p.decision
+	if !d.CheckStart {
+		return nil
 	}
-	return 0
+	s := decide.Start{Checked: true}
+	if p.policyErr = p.policy.Validate(); p.policyErr != nil {
+		s.PolicyInvalid = true
+	}
+	invalid, err := r.checkServiceAccount(ctx, p)
+	if err != nil {
+		return err
+	}
+	p.accountInvalid, s.ServiceAccountInvalid = invalid, invalid != ""
+	if d.Op == captfv1.OperationRestore {
+		if p.backupErr, err = r.verifyRestore(ctx, p); err != nil {
+			return err
+		}
+		s.BackupInvalid = p.backupErr != nil
+	}
+	if rf := r.refusals.get(p.owner.UID); rf != nil {
+		p.lastRefusal = rf
+		s.LastRefusal = &decide.Refusal{Reason: rf.reason, At: rf.at}
+	}
+	gate := r.opts.ClusterOperationGate && p.owner.ClusterName != ""
+	obs, err := r.leases.Observe(ctx, p.owner, gate)
+	if err != nil {
+		return err
+	}
+	s.Leases = decide.Leases{Gate: gate, Cluster: p.owner.Kind == contract.KindCluster,
+		RunHeld: obs.Run != nil, ClusterHeld: obs.Cluster != nil, MembersBusy: obs.Members != nil}
+	p.input.Start = s
+	r.ask(ctx, p)
+	for _, w := range []*leases.Wait{obs.Run, obs.Cluster, obs.Members} {
+		if w != nil && w.Reason == p.decision.Reason {
+			p.leaseWait = w
+		}
+	}
+	return nil
+}
+
+// verifyRestore checks the backup a restore would push: complete, its chunks' digest the
+// recorded one, its lineage the current state's. A backup that fails its checks is the
+// returned observation (invalid); err is a failure to read it.
+func (r *provider[T]) verifyRestore(ctx context.Context, p *pass[T]) (invalid, err error) {
+	b := r.backupOf(p, p.decisionRestoreSerial())
+	if b == nil {
+		return nil, errors.New("no backup of the requested serial to restore") // Next waits for one first
+	}
+	current := ""
+	if p.snap != nil {
+		current = p.snap.Lineage
+	}
+	switch err := state.VerifyBackup(ctx, r.reader, p.owner.Namespace, *b, current); {
+	case errors.Is(err, state.ErrBackupInvalid):
+		return err, nil
+	case err != nil:
+		return nil, err
+	}
+	return nil, nil
 }
 
 // stateView is the decision's view of the state: present, unreadable (why) and what it holds.
@@ -236,4 +322,18 @@ func nextAttempt(list []batchv1.Job, op captfv1.Operation, hash string) int {
 		}
 	}
 	return n + 1
+}
+
+// recordApproval moves the plan findPlan found to the Approved phase once a user approved it
+// (its status and phase label, which survive as the record of the approval), with an Event.
+func (r *provider[T]) recordApproval(ctx context.Context, p *pass[T]) error {
+	tp := p.pendingPlan
+	if tp == nil || !tp.Spec.Approved || tp.Status.Phase == captfv1.PlanApproved {
+		return nil
+	}
+	if err := r.setPlanPhase(ctx, tp, captfv1.PlanApproved, "Approved by "+tp.Spec.ApprovedBy); err != nil {
+		return err
+	}
+	r.recorder.Eventf(p.scope.Object, corev1.EventTypeNormal, "PlanApproved", "TerraformPlan %s was approved by %s", tp.Name, tp.Spec.ApprovedBy)
+	return nil
 }

@@ -47,7 +47,7 @@ func TestClusterNotTerraform(t *testing.T) {
 				status: &m.Status.WorkspaceStatus, init: &m.Status.Initialization,
 				rendered: &inputs.Rendered{},
 			}
-			updateStatus(p, false)
+			updateStatus(p, machineKind{})
 			c := conditions.Get(m, captfv1.DependenciesReadyCondition)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Status).To(Equal(tc.status))

@@ -29,6 +29,7 @@ type engine struct {
 	clock    clock.PassiveClock
 	leases   *leases.Leases
 	states   *stateCache
+	refusals *refusals
 	opts     EngineOptions
 }
 
@@ -60,6 +61,17 @@ type kind[T capi.Object] interface {
 	applyOutputs(p *pass[T], out *outputs.Result)
 	// dependents lists what must be deleted before the object (a cluster's machines and pools).
 	dependents(ctx context.Context, e *engine, p *pass[T]) ([]string, error)
+	// maxActiveJobs is the object's own cap on its cluster's active Jobs (clusters), nil for
+	// none.
+	maxActiveJobs(obj T) *int32
+	// membershipInterval is how often the object's instances are refreshed (pools), 0 for
+	// never.
+	membershipInterval(obj T) time.Duration
+	// setStatus sets what only the kind reports, from what the pass recorded.
+	setStatus(p *pass[T])
+	// readyCountsApplies is true when Ready keeps counting applies after provisioning (pools: a
+	// failed re-apply leaves the group at the wrong size).
+	readyCountsApplies() bool
 }
 
 // reconcileScope is what the shared plumbing hands the engine for one reconcile: the object,
@@ -100,15 +112,27 @@ type pass[T capi.Object] struct {
 	scaling    *poolScaling // pools: who sizes the pool
 	// holdExports (pools): the exports record and the held change
 	exportsHold *exportsHold
-	// decide
-	decision    decide.Decision
+	// watchPodless: admission refuses the running Job's Pods
+	podsRefused *podRefusal
+	// findPlan: the plan the decision weighs (pendingPlan: its TerraformPlan, if any)
+	plan        *decide.Plan
 	pendingPlan *captfv1.TerraformPlan
-	// start
-	started          *batchv1.Job
-	startWait        string
-	startWaitMessage string
-	startErr         error
-	// waitForActiveJob, start: block-move as this pass last wrote it (nil: as read)
+	// countSlots
+	slots    decide.Slots
+	slotsErr error
+	// decide: what Next was asked and what it answered (checkStart and act may observe more
+	// and ask again)
+	input    decide.Input
+	decision decide.Decision
+	// checkStart, once an operation is due: why its Job could not start (nil: it could)
+	policyErr      error
+	accountInvalid string
+	backupErr      error
+	leaseWait      *leases.Wait
+	lastRefusal    *refusal
+	// act
+	started *batchv1.Job
+	// trackActiveJob, start: block-move as this pass last wrote it (nil: as read)
 	blockMove *bool
 	// dependents (clusters, while deleting)
 	dependents []string
@@ -116,8 +140,7 @@ type pass[T capi.Object] struct {
 	// act (deleting): the finalizer may go
 	done bool
 
-	// stop ends the phase list early; requeue is the earliest time to look again.
-	stop    bool
+	// requeue is the earliest time to look again.
 	requeue time.Duration
 }
 
@@ -132,14 +155,23 @@ func (p *pass[T]) result() ctrl.Result { return ctrl.Result{RequeueAfter: p.requ
 // phase is one step of a reconcile.
 type phase[T capi.Object] func(ctx context.Context, p *pass[T]) error
 
-// run runs phases in order until one fails or stops the pass.
+// whileIdle runs phases only while none of the object's Jobs runs: they read the state (which
+// the Job may be writing) or tidy what a Job may still use. While a Job runs, the decision
+// (decide.Next: the running Job owns the object) is all that follows.
+func whileIdle[T capi.Object](phases ...phase[T]) phase[T] {
+	return func(ctx context.Context, p *pass[T]) error {
+		if p.active != nil {
+			return nil
+		}
+		return run(ctx, p, phases...)
+	}
+}
+
+// run runs phases in order until one fails.
 func run[T capi.Object](ctx context.Context, p *pass[T], phases ...phase[T]) error {
 	for _, ph := range phases {
 		if err := ph(ctx, p); err != nil {
 			return err
-		}
-		if p.stop {
-			return nil
 		}
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -248,10 +247,11 @@ func planIsEmpty(s *runresult.PlanSummary) bool {
 	return s.Create+s.Update+s.Replace+s.Delete == 0
 }
 
-// waitForActiveJob stops the pass while a Job runs: nothing is decided and the state is not
-// read while a run may write it. It also keeps clusterctl move's block-move annotation exactly
-// as long as a Job runs.
-func (r *provider[T]) waitForActiveJob(ctx context.Context, p *pass[T]) error {
+// trackActiveJob keeps clusterctl move's block-move annotation exactly as long as a Job runs,
+// hands a running Job its run Secret (a pass that crashed after creating the Job could not),
+// and records the Job in status.activeJob. That a running Job owns the object is decided by
+// decide.Next; the phases that read the state do not run meanwhile (whileIdle).
+func (r *provider[T]) trackActiveJob(ctx context.Context, p *pass[T]) error {
 	if err := r.setBlockMove(ctx, p, p.active != nil); err != nil {
 		return err
 	}
@@ -268,9 +268,7 @@ func (r *provider[T]) waitForActiveJob(ctx context.Context, p *pass[T]) error {
 	if p.active.Status.StartTime != nil {
 		p.status.ActiveJob.StartTime = p.active.Status.StartTime
 	}
-	p.stop = true
-	p.requeueAfter(time.Minute) // the Job watch usually comes first
-	return nil
+	return watchPodless(ctx, r.engine, p) // a Job whose Pods admission refuses (podrefusal.go)
 }
 
 // setBlockMove sets or clears clusterctl.cluster.x-k8s.io/block-move with its own patch, at

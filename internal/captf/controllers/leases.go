@@ -13,18 +13,13 @@ import (
 
 // acquireLeases takes the leases a Job of op needs just before it is created: the object's run
 // lease and, through the cluster operation gate, the cluster's. holder is the Job's name, which
-// is deterministic, so a crash between lease and Job finds its own lease again. A non-empty
-// wait is the condition reason the object waits with.
-func (r *provider[T]) acquireLeases(ctx context.Context, p *pass[T], holder string, op captfv1.Operation) (string, error) {
-	w, err := r.leases.Take(ctx, leases.Request{
+// is deterministic, so a crash between lease and Job finds its own lease again. A non-nil
+// wait is a lease the Job cannot have now.
+func (r *provider[T]) acquireLeases(ctx context.Context, p *pass[T], holder string, op captfv1.Operation) (*leases.Wait, error) {
+	return r.leases.Take(ctx, leases.Request{
 		Owner: p.owner, Holder: holder, Op: string(op),
 		ActiveDeadlineSeconds: p.policy.ActiveDeadlineSeconds, Gate: r.opts.ClusterOperationGate,
 	})
-	if err != nil || w == nil {
-		return "", err
-	}
-	p.startWaitMessage = w.Message
-	return w.Reason, nil
 }
 
 // releaseLeases gives back the leases a finished (or never created) Job held. With no holder it

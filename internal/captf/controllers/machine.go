@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"time"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
@@ -19,6 +20,14 @@ func (machineKind) workspace(m *captfv1.TerraformMachine) (*captfv1.WorkspaceSpe
 }
 
 func (machineKind) mutable() bool { return false }
+
+func (machineKind) maxActiveJobs(*captfv1.TerraformMachine) *int32 { return nil }
+
+func (machineKind) membershipInterval(*captfv1.TerraformMachine) time.Duration { return 0 }
+
+func (machineKind) setStatus(*pass[*captfv1.TerraformMachine]) {}
+
+func (machineKind) readyCountsApplies() bool { return false }
 
 // roleInputs renders the Machine's name, bootstrap data, failure domain, version and role, and
 // the cluster's exports; it waits for the bootstrap data and for the cluster's infrastructure.

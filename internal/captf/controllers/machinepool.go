@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -174,7 +175,8 @@ func (e *engine) syncReplicas(ctx context.Context, p *pass[*captfv1.TerraformMac
 }
 
 // setPoolStatus sets what only a pool reports: status.ready, which CAPI's MachinePool
-// controller reads before it takes the provider IDs, and AutoscalingActive.
+// controller reads before it takes the provider IDs, AutoscalingActive and
+// ClusterExportsCurrent.
 func setPoolStatus(p *pass[*captfv1.TerraformMachinePool]) {
 	mp := p.scope.Object
 	mp.Status.Ready = ptr.Deref(mp.Status.Initialization.Provisioned, false)
@@ -206,3 +208,22 @@ func (machinePoolKind) applyOutputs(p *pass[*captfv1.TerraformMachinePool], out 
 func (machinePoolKind) dependents(context.Context, *engine, *pass[*captfv1.TerraformMachinePool]) ([]string, error) {
 	return nil, nil
 }
+
+func (machinePoolKind) maxActiveJobs(*captfv1.TerraformMachinePool) *int32 { return nil }
+
+// defaultMembershipInterval is how often a pool's instances are refreshed by default.
+const defaultMembershipInterval = 60 * time.Second
+
+// membershipInterval is how often the pool's instances are refreshed
+// (spec.membershipRefreshIntervalSeconds, default one minute).
+func (machinePoolKind) membershipInterval(mp *captfv1.TerraformMachinePool) time.Duration {
+	if s := ptr.Deref(mp.Spec.MembershipRefreshIntervalSeconds, 0); s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return defaultMembershipInterval
+}
+
+func (machinePoolKind) setStatus(p *pass[*captfv1.TerraformMachinePool]) { setPoolStatus(p) }
+
+// readyCountsApplies: a pool's failed re-apply leaves the group at the wrong size.
+func (machinePoolKind) readyCountsApplies() bool { return true }

@@ -93,13 +93,13 @@ func TestPoolStatus(t *testing.T) {
 		}
 	}
 	p := newPass(false)
-	updateStatus(p, true)
+	updateStatus(p, machinePoolKind{})
 	g.Expect(p.scope.Object.Status.Ready).To(BeFalse())
 	g.Expect(conditions.Get(p.scope.Object, captfv1.AutoscalingActiveCondition)).To(BeNil(), "nothing observed, nothing said")
 
 	p = newPass(true)
 	p.scaling = &poolScaling{reason: captfv1.ReplicasManagedByModuleReason, message: "m", bounds: &inputs.Autoscaling{Enabled: true, Max: 3}}
-	updateStatus(p, true)
+	updateStatus(p, machinePoolKind{})
 	g.Expect(p.scope.Object.Status.Ready).To(BeTrue(), "ready once provisioned")
 	c := conditions.Get(p.scope.Object, captfv1.AutoscalingActiveCondition)
 	g.Expect(c).NotTo(BeNil())
@@ -107,7 +107,7 @@ func TestPoolStatus(t *testing.T) {
 	g.Expect(c.Reason).To(Equal(captfv1.ReplicasManagedByModuleReason))
 
 	p.scaling = &poolScaling{reason: captfv1.ReplicasManagedExternallyReason, message: "m"}
-	updateStatus(p, true)
+	updateStatus(p, machinePoolKind{})
 	c = conditions.Get(p.scope.Object, captfv1.AutoscalingActiveCondition)
 	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(c.Reason).To(Equal(captfv1.ReplicasManagedExternallyReason))

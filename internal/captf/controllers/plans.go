@@ -67,8 +67,8 @@ func (r *provider[T]) plansOf(ctx context.Context, p *pass[T]) ([]captfv1.Terraf
 	return list.Items, nil
 }
 
-// currentPlan is the plan the decision weighs for these inputs: the live TerraformPlan made from
-// them, or, when a plan Job found nothing to change, an implicit approval of that empty plan
+// currentPlan is the plan the decision weighs for these inputs (it writes nothing): the live
+// TerraformPlan made from them, or, when a plan Job found nothing to change, an implicit approval of that empty plan
 // (it needs nobody's approval: applying it only records the new inputs).
 func (r *provider[T]) currentPlan(ctx context.Context, p *pass[T], inputsHash string) (*decide.Plan, error) {
 	plans, err := r.plansOf(ctx, p)
@@ -80,13 +80,7 @@ func (r *provider[T]) currentPlan(ctx context.Context, p *pass[T], inputsHash st
 		if tp.Spec.InputsHash != inputsHash || !planLive(tp) || planTerminal(tp) || !planFor(tp, p.owner) {
 			continue
 		}
-		if tp.Spec.Approved && tp.Status.Phase != captfv1.PlanApproved {
-			if err := r.setPlanPhase(ctx, tp, captfv1.PlanApproved, "Approved by "+tp.Spec.ApprovedBy); err != nil {
-				return nil, err
-			}
-			r.recorder.Eventf(p.scope.Object, corev1.EventTypeNormal, "PlanApproved", "TerraformPlan %s was approved by %s", tp.Name, tp.Spec.ApprovedBy)
-		}
-		p.pendingPlan = tp
+		p.pendingPlan = tp // recordApproval marks it Approved once approved
 		return &decide.Plan{Name: tp.Name, PlanHash: tp.Spec.PlanHash, Reason: tp.Spec.Reason, Approved: tp.Spec.Approved}, nil
 	}
 	for i := range p.jobList {

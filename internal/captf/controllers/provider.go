@@ -20,28 +20,66 @@ type provider[T capi.Object] struct {
 	kind kind[T]
 }
 
-// ReconcileNormal runs the phases of a live object: record finished Jobs, wait while one runs,
-// read the state and the module's outputs, render the inputs, decide, act.
+// ReconcileNormal runs the phases of a live object. Each phase observes (and records what it
+// saw in the pass) or does one named piece of housekeeping; only decide decides, and only act
+// carries the decision out.
 func (r *provider[T]) ReconcileNormal(ctx context.Context, s *reconcileScope[T]) (ctrl.Result, error) {
 	p, err := r.newPass(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	err = run(ctx, p, r.listJobs, r.bookkeep, r.waitForActiveJob, r.ensureRunnerRBAC,
-		r.readState, r.readOutputs, r.renderInputs, r.decide, r.act)
+	err = run(ctx, p,
+		r.listJobs,       // observe: the object's Jobs, and the running one
+		r.bookkeep,       // housekeeping: record finished Jobs (adopt an applied state, record a plan)
+		r.trackActiveJob, // housekeeping: block-move and status.activeJob follow the running Job
+		whileIdle( // while a Job runs, its state is not read: decide says the Job owns the object
+			r.ensureRunnerRBAC,   // housekeeping: the runner's ServiceAccount and Roles
+			r.readState,          // observe: the state, its lock and a retained state's origin
+			r.adoptRetainedState, // housekeeping: take over a retained state the object was told to adopt
+			r.repairOwners,       // housekeeping: the state's Secrets are owned by this object's UID
+			r.backups,            // housekeeping: back up a new serial, prune; observe: the backups
+			r.readOutputs,        // observe: the module's outputs (the kind writes them onto the object)
+			r.renderInputs,       // observe: the durable inputs and the inputs rendered now
+			r.copyHold,           // housekeeping: the object's copy of a state-not-persisted hold
+			r.findPlan,           // observe: the plan of these inputs
+			r.recordApproval,     // housekeeping: an approved plan's phase and Event
+			r.countSlots,         // observe: the active Jobs against the caps
+		),
+		r.decide,     // decide.Next
+		r.checkStart, // observe what a due operation's start needs, and decide.Next again
+		r.act,        // carry the decision out
+	)
 	return p.result(), err
 }
 
 // ReconcileDelete runs the phases of a deleting object: the same, except that outputs are not
-// mapped, a cluster waits for its dependents, and the decision is a destroy, a retain or letting
-// the finalizer go.
+// mapped, nothing is backed up, a cluster waits for its dependents, and the decision is a
+// destroy, a retain or letting the finalizer go.
 func (r *provider[T]) ReconcileDelete(ctx context.Context, s *reconcileScope[T]) (bool, ctrl.Result, error) {
 	p, err := r.newPass(ctx, s)
 	if err != nil {
 		return false, ctrl.Result{}, err
 	}
-	err = run(ctx, p, r.listJobs, r.bookkeep, r.waitForActiveJob, r.findDependents,
-		r.readState, r.renderInputs, r.decide, r.act)
+	err = run(ctx, p,
+		r.listJobs,
+		r.bookkeep,
+		r.trackActiveJob,
+		whileIdle(
+			r.findDependents, // observe: a cluster's machines and pools, destroyed first
+			r.readState,
+			r.adoptRetainedState,
+			r.repairOwners,
+			r.backups, // observe: the backups (a held deletion may restore one)
+			r.renderInputs,
+			r.copyHold,
+			r.findPlan,
+			r.recordApproval,
+			r.countSlots,
+		),
+		r.decide,
+		r.checkStart,
+		r.act,
+	)
 	return p.done, p.result(), err
 }
 
@@ -53,7 +91,7 @@ func (r *provider[T]) ReconcilePaused(ctx context.Context, s *reconcileScope[T])
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	err = run(ctx, p, r.listJobs, r.bookkeep, r.waitForActiveJob)
+	err = run(ctx, p, r.listJobs, r.bookkeep, r.trackActiveJob, r.decidePaused)
 	return p.result(), err
 }
 
@@ -62,7 +100,7 @@ func (r *provider[T]) UpdateStatus(s *reconcileScope[T]) {
 	if s.Observed == nil {
 		return // no phase ran
 	}
-	updateStatus(s.Observed, r.kind.mutable())
+	updateStatus(s.Observed, r.kind)
 }
 
 // newPass starts a reconcile's record: the object's blocks, its owner identity, the cluster's
@@ -114,4 +152,14 @@ func (r *provider[T]) terraformCluster(ctx context.Context, cluster *clusterv1.C
 		return nil, fmt.Errorf("get TerraformCluster %s/%s: %w", cluster.Namespace, ref.Name, err)
 	}
 	return tc, nil
+}
+
+// adoptRetainedState takes over a state retained by an earlier object of the same name, when
+// the object's captf.io/adopt-retained-state annotation names that object (readState holds on
+// any other retained state).
+func (r *provider[T]) adoptRetainedState(ctx context.Context, p *pass[T]) error {
+	if from := retainedFrom(p); from != "" {
+		return r.adoptRetained(ctx, p, from)
+	}
+	return nil
 }

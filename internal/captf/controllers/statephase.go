@@ -22,9 +22,9 @@ import (
 	"github.com/capx-io/capx/internal/captf/state"
 )
 
-// readState reads the backend's state Secrets and its lock, backs up a serial not backed up
-// yet, and lists the backups. An unreadable state is an observation, not an error: the decision
-// holds everything on it.
+// readState reads the backend's state Secrets and its lock. An unreadable state is an
+// observation, not an error: the decision holds everything on it. Adopting a retained state,
+// repairing owners and backups are phases of their own (provider.go).
 func (r *provider[T]) readState(ctx context.Context, p *pass[T]) error {
 	suffix := p.owner.StateSuffix()
 	p.status.StateSecretSuffix = suffix
@@ -43,17 +43,9 @@ func (r *provider[T]) readState(ctx context.Context, p *pass[T]) error {
 		if p.scope.Object.GetAnnotations()[captfv1.AdoptRetainedStateAnnotation] != from {
 			p.stateErr = &retainedError{uid: from}
 			p.snap = nil
-		} else if err := r.adoptRetained(ctx, p, from); err != nil {
-			return err
 		}
 	}
-	if err := r.repairOwners(ctx, p); err != nil {
-		return err
-	}
 	if err := r.checkLock(ctx, p); err != nil {
-		return err
-	}
-	if err := r.backups(ctx, p); err != nil {
 		return err
 	}
 	return r.holdInTerminatingNamespace(ctx, p)

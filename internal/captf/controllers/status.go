@@ -24,10 +24,10 @@ var ownedConditions = []string{
 	captfv1.AutoscalingActiveCondition, captfv1.StateNearSecretLimitCondition, captfv1.ClusterExportsCurrentCondition,
 }
 
-// updateStatus computes every condition from what the pass observed, then the Ready summary.
-// It makes no API calls. Waiting is Unknown, never False, so a plan awaiting approval or a
-// lease wait never makes an object un-ready.
-func updateStatus[T capi.Object](p *pass[T], mutable bool) {
+// updateStatus computes every condition from what the pass observed, then the kind's own
+// status and the Ready summary. It makes no API calls. Waiting is Unknown, never False, so a
+// plan awaiting approval or a lease wait never makes an object un-ready.
+func updateStatus[T capi.Object](p *pass[T], k kind[T]) {
 	obj := p.scope.Object
 	gen := obj.GetGeneration()
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
@@ -62,24 +62,9 @@ func updateStatus[T capi.Object](p *pass[T], mutable bool) {
 		set(captfv1.RestoreJobSucceededCondition, s, reason, msg)
 	}
 	setStateSize(p, set)
-	if tc, ok := any(obj).(*captfv1.TerraformCluster); ok {
-		if len(p.dependents) > 0 {
-			msg := "Waiting for " + listSome(p.dependents, 5) + " to be destroyed first"
-			set(captfv1.DeletionBlockedCondition, metav1.ConditionTrue, captfv1.DependentsExistReason, msg)
-			set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, msg)
-		} else {
-			set(captfv1.DeletionBlockedCondition, metav1.ConditionFalse, captfv1.NotBlockedReason, "")
-		}
-		if tc.Spec.ControlPlaneEndpoint.IsValid() {
-			set(captfv1.EndpointAvailableCondition, metav1.ConditionTrue, captfv1.EndpointAvailableReason,
-				fmt.Sprintf("%s:%d", tc.Spec.ControlPlaneEndpoint.Host, tc.Spec.ControlPlaneEndpoint.Port))
-		} else {
-			set(captfv1.EndpointAvailableCondition, metav1.ConditionFalse, captfv1.WaitingForEndpointReason,
-				"Neither the Cluster, the TerraformCluster nor the module's control_plane_endpoint output set an endpoint yet")
-		}
-	}
 	switch {
-	case p.decision.Op == captfv1.OperationDestroy || (p.active != nil && p.active.Labels[captfv1.OperationLabel] == string(captfv1.OperationDestroy)):
+	case p.decision.Op == captfv1.OperationDestroy || p.decision.Pending == captfv1.OperationDestroy ||
+		(p.active != nil && p.active.Labels[captfv1.OperationLabel] == string(captfv1.OperationDestroy)):
 		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, "Destroying the infrastructure")
 	case obj.GetDeletionTimestamp().IsZero():
 	case p.decision.Reason == captfv1.StateLostReason:
@@ -91,24 +76,44 @@ func updateStatus[T capi.Object](p *pass[T], mutable bool) {
 	case p.decision.Reason == captfv1.NamespaceTerminatingReason:
 		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, "Held: "+errText(p.stateErr))
 	}
-	if pool, ok := any(p).(*pass[*captfv1.TerraformMachinePool]); ok {
-		setPoolStatus(pool)
+	k.setStatus(p)
+	setReady(p, k.readyCountsApplies())
+}
+
+// setClusterStatus sets what only a TerraformCluster reports: whether its deletion waits for
+// its machines and pools, and its endpoint.
+func setClusterStatus(p *pass[*captfv1.TerraformCluster]) {
+	tc := p.scope.Object
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+		conditions.Set(tc, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: tc.Generation})
 	}
-	setReady(p, mutable)
+	if len(p.dependents) > 0 {
+		msg := "Waiting for " + listSome(p.dependents, 5) + " to be destroyed first"
+		set(captfv1.DeletionBlockedCondition, metav1.ConditionTrue, captfv1.DependentsExistReason, msg)
+		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, msg)
+	} else {
+		set(captfv1.DeletionBlockedCondition, metav1.ConditionFalse, captfv1.NotBlockedReason, "")
+	}
+	if tc.Spec.ControlPlaneEndpoint.IsValid() {
+		set(captfv1.EndpointAvailableCondition, metav1.ConditionTrue, captfv1.EndpointAvailableReason,
+			fmt.Sprintf("%s:%d", tc.Spec.ControlPlaneEndpoint.Host, tc.Spec.ControlPlaneEndpoint.Port))
+	} else {
+		set(captfv1.EndpointAvailableCondition, metav1.ConditionFalse, captfv1.WaitingForEndpointReason,
+			"Neither the Cluster, the TerraformCluster nor the module's control_plane_endpoint output set an endpoint yet")
+	}
 }
 
 // setReady summarises. Before provisioning every step counts; after it only health (and
-// deletion) does, except that a pool also counts its applies: a failed re-apply of a cluster
-// or machine must not flip the Cluster's InfrastructureReady and suspend health checks.
-func setReady[T capi.Object](p *pass[T], mutable bool) {
+// deletion) does, except for kinds whose applies keep counting (pools): a failed re-apply of a
+// cluster or machine must not flip the Cluster's InfrastructureReady and suspend health checks.
+func setReady[T capi.Object](p *pass[T], countApplies bool) {
 	types := []string{captfv1.InfrastructureHealthyCondition, clusterv1.DeletingCondition}
 	if !ptr.Deref(p.init.Provisioned, false) {
 		types = append(types, captfv1.DependenciesReadyCondition, captfv1.ApplyJobSucceededCondition,
 			captfv1.StateReadableCondition, captfv1.OutputsValidCondition)
-	} else if _, pool := any(p.scope.Object).(*captfv1.TerraformMachinePool); pool {
+	} else if countApplies {
 		types = append(types, captfv1.ApplyJobSucceededCondition)
 	}
-	_ = mutable
 	capi.SetReady(p.scope.Object, types, []string{clusterv1.DeletingCondition})
 }
 
@@ -182,27 +187,21 @@ func applyCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string, 
 		return metav1.ConditionUnknown, captfv1.ApplyRunningReason, fmt.Sprintf("Started %s Job %s", p.decision.Op, job.Name)
 	}
 	if job := p.active; job != nil {
+		if r := p.podsRefused; r != nil { // a running Job without a Pod (podrefusal.go)
+			return metav1.ConditionFalse, r.reason, r.Error()
+		}
 		return metav1.ConditionUnknown, captfv1.ApplyRunningReason,
 			fmt.Sprintf("%s Job %s is running", job.Labels[captfv1.OperationLabel], job.Name)
 	}
-	switch p.startWait {
-	case "", captfv1.RestoreBackupInvalidReason: // the restore's own condition says so
-	case captfv1.QuotaExceededReason, captfv1.JobPolicyInvalidReason:
-		if p.startWait == captfv1.JobPolicyInvalidReason {
-			return metav1.ConditionFalse, p.startWait, errText(p.startErr)
+	d := p.decision
+	if d.Pending != "" {
+		if s, msg, ok := startWaitCondition(p); ok {
+			return s, d.Reason, msg
 		}
-		return metav1.ConditionFalse, p.startWait, "A ResourceQuota refused the Job: " + errText(p.startErr)
-	default:
-		msg := p.startWaitMessage
-		if msg == "" {
-			msg = "Waiting before starting " + string(p.decision.Op)
-		}
-		return metav1.ConditionUnknown, p.startWait, msg
 	}
 	if p.inputsWait == captfv1.InputsTooLargeReason {
 		return metav1.ConditionFalse, captfv1.InputsTooLargeReason, errText(p.inputsErr)
 	}
-	d := p.decision
 	switch d.Reason {
 	case captfv1.StateLostReason:
 		return metav1.ConditionFalse, d.Reason, stateLostMessage
@@ -215,6 +214,9 @@ func applyCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string, 
 	case captfv1.PlanAwaitingApprovalReason, captfv1.PlanChangedReason:
 		return metav1.ConditionUnknown, d.Reason, planMessage(p, "A plan waits for approval")
 	case captfv1.WaitingForJobSlotReason:
+		if p.slotsErr != nil {
+			return metav1.ConditionUnknown, d.Reason, "The active Jobs could not be counted, so no Job starts until they are: " + p.slotsErr.Error()
+		}
 		return metav1.ConditionUnknown, d.Reason, "The cap on active Jobs is reached"
 	}
 	last := p.status.LastRun
@@ -253,6 +255,39 @@ func applyCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string, 
 		return metav1.ConditionTrue, captfv1.ApplySucceededReason, "The state records a successful apply"
 	}
 	return metav1.ConditionUnknown, captfv1.NoApplyYetReason, noApplyMessage(d)
+}
+
+// startWaitCondition reports why a due operation's Job did not start (decide.Decision.Pending):
+// False for what only an operator fixes, Unknown for what passes by itself. ok=false leaves it
+// to another condition (a restore's backup: RestoreJobSucceeded says so).
+func startWaitCondition[T capi.Object](p *pass[T]) (s metav1.ConditionStatus, msg string, ok bool) {
+	switch p.decision.Reason {
+	case captfv1.RestoreBackupInvalidReason:
+		return "", "", false
+	case captfv1.JobPolicyInvalidReason:
+		if p.policyErr != nil {
+			return metav1.ConditionFalse, p.policyErr.Error(), true
+		}
+		return metav1.ConditionFalse, p.accountInvalid, true
+	case captfv1.PodQuotaExceededReason, captfv1.PodSecurityRefusedReason, captfv1.PodsRefusedReason:
+		var err error
+		if p.lastRefusal != nil {
+			err = p.lastRefusal.err
+		}
+		return metav1.ConditionFalse, podRefusalMessage(err), true
+	case captfv1.QuotaExceededReason:
+		msg := "A ResourceQuota refused the Job"
+		if p.lastRefusal != nil {
+			msg += ": " + errText(p.lastRefusal.err)
+		}
+		return metav1.ConditionFalse, msg, true
+	case captfv1.CredentialsNotFoundReason:
+		return metav1.ConditionUnknown, errText(p.inputsErr), true
+	}
+	if p.leaseWait != nil && p.leaseWait.Message != "" {
+		return metav1.ConditionUnknown, p.leaseWait.Message, true
+	}
+	return metav1.ConditionUnknown, "Waiting before starting " + string(p.decision.Pending), true
 }
 
 // What an operator can do about the two holds that no Job can clear (docs/captf/deletion.md).
@@ -353,9 +388,9 @@ func restoreCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string
 	if !ok {
 		return "", "", "", false
 	}
-	if p.startWait == captfv1.RestoreBackupInvalidReason {
+	if p.decision.Reason == captfv1.RestoreBackupInvalidReason {
 		return metav1.ConditionFalse, captfv1.RestoreBackupInvalidReason,
-			errText(p.startErr) + "; nothing was restored: remove the annotation, or name another serial", true
+			errText(p.backupErr) + "; nothing was restored: remove the annotation, or name another serial", true
 	}
 	if p.decision.Reason == captfv1.RestoreBackupNotFoundReason {
 		return metav1.ConditionFalse, captfv1.RestoreBackupNotFoundReason,
