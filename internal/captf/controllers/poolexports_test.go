@@ -27,14 +27,18 @@ import (
 // another pool_attachment (a destructive exports change), and fails after changing its group
 // when they set pool_fail = "true" (an apply that stops midway).
 
-// newPool creates a bootstrap Secret, a MachinePool of the cluster and its TerraformMachinePool.
-func newPool(t *testing.T, ns, cluster, name string, replicas int32) (*clusterv1.MachinePool, *captfv1.TerraformMachinePool) {
+// newPool creates a bootstrap Secret, a MachinePool of the cluster and its TerraformMachinePool,
+// with edits applied before the TerraformMachinePool is created.
+func newPool(t *testing.T, ns, cluster, name string, replicas int32, edits ...func(*captfv1.TerraformMachinePool)) (*clusterv1.MachinePool, *captfv1.TerraformMachinePool) {
 	t.Helper()
 	create(t, testenv.BootstrapSecret(ns, name+"-bootstrap", cluster, "#cloud-config\n"))
 	mp := testenv.MachinePool(ns, name, cluster, "TerraformMachinePool", name, name+"-bootstrap", replicas)
 	create(t, mp)
 	tmp := testenv.TerraformMachinePool(ns, name, cluster, poolImage)
 	ownedBy(tmp, mp, "MachinePool")
+	for _, edit := range edits {
+		edit(tmp)
+	}
 	create(t, tmp)
 	return mp, tmp
 }

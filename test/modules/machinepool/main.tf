@@ -53,6 +53,17 @@ resource "terraform_data" "instance" {
   }
 }
 
+# With provisioner_fails set, a resource whose provisioner runs after it was created: true makes
+# the provisioner fail, so OpenTofu keeps the resource tainted and the next apply replaces it (a
+# destructive plan after an apply that failed midway). Unset (null), the resource does not exist.
+resource "terraform_data" "provisioned" {
+  count = var.provisioner_fails == null ? 0 : 1
+
+  provisioner "local-exec" {
+    command = var.provisioner_fails ? "exit 1" : "true"
+  }
+}
+
 check "autoscaling" {
   assert {
     condition     = !var.autoscaling.enabled || var.autoscaling.min <= var.autoscaling.max

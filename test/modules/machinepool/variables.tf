@@ -98,3 +98,9 @@ variable "health_state" {
   type        = string
   default     = "running"
 }
+
+variable "provisioner_fails" {
+  description = "Adds a resource whose local-exec provisioner fails (true) or succeeds (false); null: none. Needs /bin/sh."
+  type        = bool
+  default     = null
+}
