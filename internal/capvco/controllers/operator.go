@@ -185,8 +185,9 @@ func (p *clusterProvider) registryCertificate(ctx context.Context, vc *capvcov1.
 }
 
 // deleteRegistryCertificate is the teardown step: the stored certificate goes when it is still
-// this cluster's. A certificate the teardown cannot identify (its Secret is gone) or may not
-// delete (403) is left in the store and said so in the returned note; other errors are retried.
+// this cluster's. A certificate the teardown cannot identify (its Secret is gone), has no
+// credential for (its Secret is gone) or may not delete (403) is left in the store and said so
+// in the returned note; other errors are retried.
 func (p *clusterProvider) deleteRegistryCertificate(ctx context.Context, vc *capvcov1.VCOCluster) (note string, err error) {
 	if vc.Spec.Registry == nil || vc.Spec.Registry.CertificateSecretRef == nil {
 		return "", nil
@@ -200,6 +201,9 @@ func (p *clusterProvider) deleteRegistryCertificate(ctx context.Context, vc *cap
 	}
 	credential, _ := registryCredential(vc)
 	api, err := platform.ClientFor(ctx, p.client, p.platform, vc.Namespace, credential)
+	if errors.Is(err, platform.ErrCredentialsNotFound) {
+		return fmt.Sprintf("the %s is left in the store: its credential Secret %s is gone", cert, credential), nil
+	}
 	if err != nil {
 		return "", err
 	}

@@ -28,6 +28,7 @@ import (
 //   - spec.registry.certificateSecretRef is uploaded to the SSL certificate store with
 //     certCredentialSecretRef, replaced when the Secret changes and deleted at teardown;
 //     with the cluster's credential the store answers 403, a clear condition.
+//     A teardown whose operator credential is gone leaves the certificate and finishes.
 //   - no credential value or private key appears in a log line, event or status.
 func TestOperatorCredentials(t *testing.T) {
 	t.Parallel()
@@ -84,6 +85,24 @@ func TestOperatorCredentials(t *testing.T) {
 		vc.Spec.Registry = &capvcov1.RegistrySpec{CertificateSecretRef: &corev1.LocalObjectReference{Name: "registry-tls-forbid"}}
 	})
 	noneCluster, none := h.cluster("none", func(vc *capvcov1.VCOCluster) { vc.Spec.Geo = geo(hidden["hidden-c"], "") })
+	// A cluster whose operator credential is gone by teardown: the certificate stays, the
+	// teardown does not hang.
+	goneCert, goneKey := vcotest.SelfSigned(t, "registry.gone.example", "registry.gone.example")
+	h.create(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "registry-tls-gone"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: goneCert, corev1.TLSPrivateKeyKey: goneKey},
+	})
+	h.create(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "operator-gone"},
+		Data: map[string][]byte{vco.SecretKeyURL: []byte(h.sim.APIURL()), vco.SecretKeyCustomer: []byte(vcosim.SeedCustomer),
+			vco.SecretKeyJWT: []byte(opToken)},
+	})
+	goneCluster, gone := h.cluster("gone", func(vc *capvcov1.VCOCluster) {
+		vc.Spec.Registry = &capvcov1.RegistrySpec{
+			CertificateSecretRef:    &corev1.LocalObjectReference{Name: "registry-tls-gone"},
+			CertCredentialSecretRef: &corev1.LocalObjectReference{Name: "operator-gone"},
+		}
+	})
 
 	waitFor(h, pub, time.Minute, "LocationImagesReady and RegistryCertificateReady", func(vc *capvcov1.VCOCluster) bool {
 		return conditions.IsTrue(vc, capvcov1.LocationImagesReadyCondition) && conditions.IsTrue(vc, capvcov1.RegistryCertificateReadyCondition)
@@ -138,13 +157,19 @@ func TestOperatorCredentials(t *testing.T) {
 	}, time.Minute, 200*time.Millisecond).Should(Equal(string(renewedCert)), "the store holds the renewed certificate")
 
 	waitFor(h, pub, time.Minute, "provisioned", provisionedCluster)
-	for _, c := range []client.Object{pubCluster, forbidCluster, noneCluster} {
+	waitFor(h, gone, time.Minute, "RegistryCertificateReady", func(vc *capvcov1.VCOCluster) bool {
+		return conditions.IsTrue(vc, capvcov1.RegistryCertificateReadyCondition)
+	})
+	g.Expect(env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "operator-gone"}})).To(Succeed())
+	for _, c := range []client.Object{pubCluster, forbidCluster, noneCluster, goneCluster} {
 		g.Expect(env.Client.Delete(ctx, c)).To(Succeed())
 	}
-	for _, vc := range []*capvcov1.VCOCluster{pub, forbid, none} {
+	for _, vc := range []*capvcov1.VCOCluster{pub, forbid, none, gone} {
 		h.waitGone(vc, 2*time.Minute)
 	}
-	g.Expect(stored()).To(BeEmpty(), "teardown deleted the certificate it uploaded")
+	g.Expect(stored()).To(HaveLen(1), "teardown deleted the certificate it uploaded, and left the one it had no credential for")
+	g.Expect(stored()).To(HaveKey("registry.gone.example"))
+	g.Expect(vcotest.Client(t, h.sim, vcosim.SeedOperatorPrinc).DeleteCertificate(ctx, "registry.gone.example")).To(Succeed())
 	h.assertNothingLeft(nil)
 
 	var events corev1.EventList
@@ -156,7 +181,7 @@ func TestOperatorCredentials(t *testing.T) {
 	g.Expect(published).To(BeTrue(), "LocationImagePublished event")
 	shown, _ := json.Marshal([]any{events.Items, pub.Status, forbid.Status, none.Status})
 	everything := string(shown) + h.logs.String()
-	for _, secret := range []string{opToken, h.simToken, string(keyPEM), string(renewedKey), string(otherKey)} {
+	for _, secret := range []string{opToken, h.simToken, string(keyPEM), string(renewedKey), string(otherKey), string(goneKey)} {
 		g.Expect(strings.Contains(everything, secret)).To(BeFalse(), "a credential or private key was shown")
 	}
 }
