@@ -46,6 +46,16 @@ const (
 	InputsTooLargeReason = "InputsTooLarge"
 	// QuotaExceededReason: a ResourceQuota refused the Job or its Secret.
 	QuotaExceededReason = "QuotaExceeded"
+	// PodQuotaExceededReason: a ResourceQuota refuses the Job's Pods (pods, or the compute the
+	// Pods request). Before a Job starts, a dry run of its Pod finds it and no Job is created; a
+	// Job created before the quota says so while it waits without a Pod.
+	PodQuotaExceededReason = "PodQuotaExceeded"
+	// PodSecurityRefusedReason: the namespace's Pod Security admission refuses the Job's Pods.
+	// They meet the restricted profile as CAPTF builds them.
+	PodSecurityRefusedReason = "PodSecurityRefused"
+	// PodsRefusedReason: another admission (a ValidatingAdmissionPolicy, a webhook, a
+	// LimitRange) refuses the Job's Pods; the message is the API server's.
+	PodsRefusedReason = "PodsRefused"
 	// JobPolicyInvalidReason: the effective jobs policy (the object's merged with its cluster's
 	// defaults) cannot produce a valid Job, e.g. a lock timeout not shorter than the deadline.
 	JobPolicyInvalidReason = "JobPolicyInvalid"
