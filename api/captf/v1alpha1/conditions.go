@@ -91,7 +91,10 @@ const (
 	WaitingForJobSlotReason = "WaitingForJobSlot"
 	// PlanAwaitingApprovalReason: a TerraformPlan waits for approval.
 	PlanAwaitingApprovalReason = "PlanAwaitingApproval"
-	// PlanChangedReason: the approved plan no longer matches; a new plan waits for approval.
+	// PlanChangedReason: the approved apply applied nothing, because the plan it made again
+	// differs from the approved one, the state moved on since the approved saved plan was made
+	// (OpenTofu refused it as stale), or the manager could not verify that saved plan against
+	// the approved hash; the new plan waits for approval.
 	PlanChangedReason = "PlanChanged"
 
 	// StateReadableCondition reports whether the backend's state Secrets can be read.
