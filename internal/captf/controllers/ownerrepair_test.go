@@ -22,14 +22,28 @@ import (
 )
 
 // restorable lists every Secret a restore of the management cluster brings back for an object:
-// its state chunks, backups, durable inputs and plan key.
+// its state chunks, backups, durable inputs and plan key. The manager makes the plan key when it
+// first hashes a plan; for an object that never needed one, it is made here as the manager
+// would (labelled, controlled by the object).
 func restorable(t *testing.T, owner jobs.Owner) []corev1.Secret {
 	t.Helper()
+	ctx := context.Background()
 	out := keptSecrets(t, owner)
 	key := &corev1.Secret{}
 	name := inputs.BoundedName("captf-plankey-" + contract.KindShort(owner.Kind) + "-" + owner.Name)
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: owner.Namespace, Name: name}, key); err != nil {
-		t.Fatalf("get plan key %s: %v", name, err)
+	err := env.Client.Get(ctx, client.ObjectKey{Namespace: owner.Namespace, Name: name}, key)
+	if apierrors.IsNotFound(err) {
+		ref := owner.ControllerRef()
+		ref.BlockOwnerDeletion = nil
+		key = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: owner.Namespace, Name: name, Labels: owner.MoveLabels(),
+				OwnerReferences: []metav1.OwnerReference{ref}},
+			Data: map[string][]byte{"key": []byte("0123456789abcdef0123456789abcdef")},
+		}
+		err = env.Client.Create(ctx, key)
+	}
+	if err != nil {
+		t.Fatalf("plan key %s: %v", name, err)
 	}
 	return append(out, *key)
 }
