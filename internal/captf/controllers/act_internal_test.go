@@ -1,12 +1,26 @@
 package controllers
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+	"github.com/capx-io/capx/internal/captf/decide"
+	"github.com/capx-io/capx/internal/captf/jobs"
+	"github.com/capx-io/capx/internal/scheme"
 )
 
 // TestIsQuotaError: the quota admission plugin's refusals, as the API server words them.
@@ -22,4 +36,47 @@ func TestIsQuotaError(t *testing.T) {
 		NewWithT(t).Expect(isQuotaError(err)).To(Equal(want), msg)
 	}
 	NewWithT(t).Expect(isQuotaError(errors.New("exceeded quota"))).To(BeFalse(), "not an API error")
+}
+
+// TestJobCapsFailClosed: Jobs that cannot be counted are a reached cap, never an open one.
+func TestJobCapsFailClosed(t *testing.T) {
+	failing := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme.New()).Build(), interceptor.Funcs{
+		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+			return errors.New("the cache is not synced")
+		},
+	})
+	for _, opts := range []EngineOptions{{MaxActiveJobs: 5}, {ClusterMaxActiveJobs: 5}} {
+		g := NewWithT(t)
+		r := &provider[*captfv1.TerraformMachine]{engine: &engine{client: failing, opts: opts}, kind: machineKind{}}
+		p := &pass[*captfv1.TerraformMachine]{
+			scope: &reconcileScope[*captfv1.TerraformMachine]{Object: &captfv1.TerraformMachine{}},
+			owner: jobs.Owner{Kind: "TerraformMachine", Namespace: "ns", Name: "m1", ClusterName: "c1"},
+		}
+		g.Expect(r.countSlots(context.Background(), p)).To(Succeed())
+		g.Expect(p.slots).To(Equal(decide.Slots{Uncounted: true}), "%+v", opts)
+		g.Expect(p.slotsErr).To(MatchError(ContainSubstring("the cache is not synced")))
+	}
+}
+
+// TestInputCarriesTheObservations: what the phases recorded reaches decide.Input, the running
+// Job first of all.
+func TestInputCarriesTheObservations(t *testing.T) {
+	g := NewWithT(t)
+	r := &provider[*captfv1.TerraformMachinePool]{engine: &engine{clock: clock.RealClock{}}, kind: machinePoolKind{}}
+	mp := &captfv1.TerraformMachinePool{}
+	mp.Spec.MembershipRefreshIntervalSeconds = ptr.To[int32](90)
+	active := batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j"}}
+	p := &pass[*captfv1.TerraformMachinePool]{
+		scope: &reconcileScope[*captfv1.TerraformMachinePool]{Object: mp},
+		spec:  &mp.Spec.WorkspaceSpec, status: &mp.Status.WorkspaceStatus, init: &mp.Status.Initialization,
+		active: &active, inputsWait: captfv1.CredentialsNotFoundReason, slots: decide.Slots{Busy: true},
+		plan: &decide.Plan{Name: "p"},
+	}
+	in := r.input(p)
+	g.Expect(in.ActiveJob).To(BeTrue())
+	g.Expect(in.CredentialsMissing).To(BeTrue())
+	g.Expect(in.Slots).To(Equal(decide.Slots{Busy: true}))
+	g.Expect(in.MembershipInterval).To(Equal(90 * time.Second))
+	g.Expect(in.Plan).To(Equal(&decide.Plan{Name: "p"}))
+	g.Expect(decide.Next(in).Reason).To(Equal(decide.ReasonJobRunning))
 }

@@ -10,7 +10,9 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -74,8 +76,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	withVariables := func(list func() client.ObjectList, extra func(*builder.Builder) *builder.Builder) func(*builder.Builder) *builder.Builder {
-		return func(b *builder.Builder) *builder.Builder { return watchVariables(vc, e.client, list)(extra(b)) }
+	withVariables := func(list func() client.ObjectList, spec workspaceOf, extra func(*builder.Builder) *builder.Builder) func(*builder.Builder) *builder.Builder {
+		return func(b *builder.Builder) *builder.Builder { return watchVariables(vc, e.client, list, spec)(extra(b)) }
 	}
 	// A deleting TerraformCluster waits for its machines and pools: each one gone (or starting
 	// to go) brings it back at once, rather than at its next requeue.
@@ -95,7 +97,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		OwnedConditions: ownedConditions,
 	}).SetupWithManager(ctx, mgr, capi.SetupOptions{
 		WatchFilter: opts.WatchFilter, Concurrency: opts.ClusterConcurrency,
-		Extra: withVariables(func() client.ObjectList { return &captfv1.TerraformClusterList{} }, dependents),
+		Extra: withVariables(func() client.ObjectList { return &captfv1.TerraformClusterList{} }, specOf(kind[*captfv1.TerraformCluster](clusterKind{})), dependents),
 	}); err != nil {
 		return err
 	}
@@ -107,7 +109,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		OwnedConditions: ownedConditions,
 	}).SetupWithManager(ctx, mgr, capi.SetupOptions{
 		WatchFilter: opts.WatchFilter, Concurrency: opts.MachineConcurrency,
-		Extra: withVariables(func() client.ObjectList { return &captfv1.TerraformMachineList{} },
+		Extra: withVariables(func() client.ObjectList { return &captfv1.TerraformMachineList{} }, specOf(kind[*captfv1.TerraformMachine](machineKind{})),
 			fromCluster(contract.KindMachine, func() client.ObjectList { return &captfv1.TerraformMachineList{} })),
 	}); err != nil {
 		return err
@@ -120,7 +122,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		OwnedConditions: ownedConditions,
 	}).SetupWithManager(ctx, mgr, capi.SetupOptions{
 		WatchFilter: opts.WatchFilter, Concurrency: opts.MachinePoolConcurrency,
-		Extra: withVariables(func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} },
+		Extra: withVariables(func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} }, specOf(kind[*captfv1.TerraformMachinePool](machinePoolKind{})),
 			fromCluster(contract.KindMachinePool, func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} })),
 	})
 }
@@ -182,16 +184,12 @@ func objectsOfCluster(ctx context.Context, c client.Client, tc client.Object, li
 		return nil
 	}
 	var reqs []reconcile.Request
-	switch l := list.(type) {
-	case *captfv1.TerraformMachineList:
-		for _, m := range l.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&m)})
+	_ = meta.EachListItem(list, func(item runtime.Object) error {
+		if o, ok := item.(client.Object); ok {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
 		}
-	case *captfv1.TerraformMachinePoolList:
-		for _, mp := range l.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&mp)})
-		}
-	}
+		return nil
+	})
 	return reqs
 }
 
