@@ -60,24 +60,7 @@ func TestCAPVCOMove(t *testing.T) {
 
 	// The target shares the source's Service range, so that the simulator's Service has the
 	// same address in both clusters. The namespaces are separate: the ranges never meet.
-	type result struct {
-		m   *install.Management
-		err error
-	}
-	target := make(chan result, 1)
-	go func() {
-		m, err := upAndInstallWith(localcluster.Options{Name: clusterB, ServiceCIDR: a.ServiceCIDR()}, k, install.FlowClusterctl)
-		target <- result{m, err}
-	}()
-	var b *install.Management
-	t.Cleanup(func() {
-		if b == nil {
-			b = (<-target).m
-		}
-		if err := downCluster(clusterB); err != nil {
-			t.Errorf("tearing down %s: %v", clusterB, err)
-		}
-	})
+	target := upInBackground(t, localcluster.Options{Name: clusterB, ServiceCIDR: a.ServiceCIDR()}, k, install.FlowClusterctl)
 	collectOnFailure(t, "capvco-move", a)
 
 	// Registered after the target's teardown, so it runs first: the listening sockets hold
@@ -121,9 +104,7 @@ func TestCAPVCOMove(t *testing.T) {
 		t.Logf("creates on the simulator before the move: %v", creates(sim.Requests()))
 	})
 
-	r := <-target
-	b = r.m
-	g.Expect(r.err).NotTo(HaveOccurred(), "setting up the target cluster (artifacts: %s)", artifactsDir("setup", clusterB))
+	b := target()
 	collectOnFailure(t, "capvco-move", b)
 	step(t, "serve the same simulator to the target", func() {
 		g.Expect(sim.serve(t, ctx, b, sim.clusterIP)).To(Equal(simURL), "the simulator's URL is the same in both clusters")

@@ -19,6 +19,7 @@ import (
 	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/state"
 	"github.com/capx-io/capx/test/e2e/install"
+	"github.com/capx-io/capx/test/localcluster"
 )
 
 // TestClusterctlMove moves a provisioned CAPTF cluster with the real `clusterctl move` from the
@@ -49,25 +50,7 @@ func TestClusterctlMove(t *testing.T) {
 	g := NewWithT(t)
 
 	// The target comes up while the source provisions.
-	type result struct {
-		m   *install.Management
-		err error
-	}
-	target := make(chan result, 1)
-	go func() {
-		m, err := upAndInstall(clusterB, k, install.FlowClusterctl)
-		target <- result{m, err}
-	}()
-	var b *install.Management
-	t.Cleanup(func() {
-		if b == nil {
-			r := <-target
-			b = r.m
-		}
-		if err := downCluster(clusterB); err != nil {
-			t.Errorf("tearing down %s: %v", clusterB, err)
-		}
-	})
+	target := upInBackground(t, localcluster.Options{Name: clusterB}, k, install.FlowClusterctl)
 	collectOnFailure(t, "move", a)
 
 	step(t, "provision a cluster on the source", func() {
@@ -103,9 +86,7 @@ func TestClusterctlMove(t *testing.T) {
 		}
 	})
 
-	r := <-target
-	b = r.m
-	g.Expect(r.err).NotTo(HaveOccurred(), "setting up the target cluster (artifacts: %s)", artifactsDir("setup", clusterB))
+	b := target()
 	collectOnFailure(t, "move", b)
 	sourceJobs := recordJobs(t, a, ns)
 	targetJobs := recordJobs(t, b, ns)

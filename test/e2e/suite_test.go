@@ -133,6 +133,41 @@ func upAndInstallWith(o localcluster.Options, k *install.Kit, flow install.Flow)
 	return m, nil
 }
 
+// upInBackground brings a second cluster up and installs it while the test goes on; the
+// returned function waits for it (failing the test, with the setup's artifacts, when the setup
+// failed). The cluster is taken down when the test ends.
+func upInBackground(t *testing.T, o localcluster.Options, k *install.Kit, flow install.Flow) func() *install.Management {
+	t.Helper()
+	type result struct {
+		m   *install.Management
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		m, err := upAndInstallWith(o, k, flow)
+		done <- result{m, err}
+	}()
+	var once sync.Once
+	var r result
+	wait := func() result {
+		once.Do(func() { r = <-done })
+		return r
+	}
+	t.Cleanup(func() {
+		wait()
+		if err := downCluster(o.Name); err != nil {
+			t.Errorf("tearing down %s: %v", o.Name, err)
+		}
+	})
+	return func() *install.Management {
+		t.Helper()
+		if r := wait(); r.err != nil {
+			t.Fatalf("setting up cluster %s: %v (artifacts: %s)", o.Name, r.err, artifactsDir("setup", o.Name))
+		}
+		return r.m
+	}
+}
+
 func downCluster(name string) error {
 	start := time.Now()
 	o := localcluster.Options{Name: name, Progress: progress{}}
