@@ -214,7 +214,12 @@ func (s *sharedSimulator) serve(t *testing.T, ctx context.Context, m *install.Ma
 			Ports:     []corev1.ServicePort{{Name: "http", Port: sharedSimPort, TargetPort: intstr.FromInt32(sharedSimNodePort)}},
 		},
 	}
-	g.Expect(m.Client.Create(ctx, svc)).To(Succeed(), "the simulator's Service in %s", m.Name())
+	// A second run in the same process (-count) finds the source's Service and slice in place.
+	if err := m.Client.Create(ctx, svc); apierrors.IsAlreadyExists(err) {
+		g.Expect(m.Client.Get(ctx, client.ObjectKeyFromObject(svc), svc)).To(Succeed())
+	} else {
+		g.Expect(err).NotTo(HaveOccurred(), "the simulator's Service in %s", m.Name())
+	}
 	slice := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: sharedSimService, Namespace: sharedSimNamespace,
 			Labels: map[string]string{discoveryv1.LabelServiceName: sharedSimService}},
@@ -222,7 +227,7 @@ func (s *sharedSimulator) serve(t *testing.T, ctx context.Context, m *install.Ma
 		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{m.NodeIP()}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](sharedSimNodePort), Protocol: ptr.To(corev1.ProtocolTCP)}},
 	}
-	g.Expect(m.Client.Create(ctx, slice)).To(Succeed())
+	g.Expect(client.IgnoreAlreadyExists(m.Client.Create(ctx, slice))).To(Succeed())
 	s.clusterIP = svc.Spec.ClusterIP
 	return fmt.Sprintf("http://%s/api/1", net.JoinHostPort(svc.Spec.ClusterIP, fmt.Sprint(sharedSimPort)))
 }
