@@ -63,8 +63,8 @@ func (r *provider[T]) act(ctx context.Context, p *pass[T]) error {
 func (r *provider[T]) claimLeases(ctx context.Context, p *pass[T]) error {
 	op := p.decision.Pending
 	hash := p.input.InputsHash
-	if op == captfv1.OperationDestroy && p.stored != nil {
-		hash = p.stored.Rendered.Hash
+	if op == captfv1.OperationDestroy && p.stored != nil && p.stored.Rendered != nil {
+		hash = p.stored.Rendered.Hash // a destroy runs with the inputs that were applied
 	}
 	if op == captfv1.OperationRestore {
 		if b := r.backupOf(p, p.decisionRestoreSerial()); b != nil {
