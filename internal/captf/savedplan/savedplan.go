@@ -18,18 +18,16 @@ package savedplan
 import (
 	"archive/zip"
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/capx-io/capx/internal/captf/chunked"
 	"github.com/capx-io/capx/internal/captf/planview"
 )
 
@@ -39,7 +37,7 @@ const (
 	// Label marks every Secret of a saved plan.
 	Label = "captf.io/saved-plan"
 	// PlanAnnotation names the TerraformPlan the saved plan belongs to.
-	PlanAnnotation = "captf.io/plan"
+	PlanAnnotation = chunked.PlanAnnotation
 	// ChunksAnnotation on the first Secret is the number of Secrets (1 to MaxChunks).
 	ChunksAnnotation = "captf.io/saved-plan-chunks"
 	// DigestAnnotation on the first Secret is the hex SHA-256 of the whole compressed bundle.
@@ -54,7 +52,7 @@ const (
 )
 
 // ErrCorrupt is returned by Decode for Secrets that do not hold a complete saved plan.
-var ErrCorrupt = errors.New("saved plan corrupt")
+var ErrCorrupt = chunked.ErrCorrupt
 
 // ErrTooLarge is returned by Encode for a bundle that does not fit MaxChunks Secrets.
 var ErrTooLarge = errors.New("saved plan too large")
@@ -78,20 +76,19 @@ func (b *Bundle) PlanFileDigest() string {
 // before anyone knows its hash (which only the manager computes).
 func PlanName(target, job string) string { return planview.PlanName(target, job, "") }
 
-// SecretName is the name of the first Secret of TerraformPlan plan's saved plan; the others are
-// <name>-part-<i>.
-func SecretName(plan string) string {
-	sum := sha256.Sum256([]byte(plan))
-	return "captf-savedplan-" + hex.EncodeToString(sum[:])[:20]
+func format(chunkBytes, maxChunks int) chunked.Format {
+	return chunked.Format{Prefix: "captf-savedplan-", DataKey: DataKey, Label: Label,
+		ChunksAnnotation: ChunksAnnotation, DigestAnnotation: DigestAnnotation, ChunkBytes: chunkBytes, MaxChunks: maxChunks}
 }
 
+var saved = format(MaxChunkBytes, MaxChunks)
+
+// SecretName is the name of the first Secret of TerraformPlan plan's saved plan; the others are
+// <name>-part-<i>.
+func SecretName(plan string) string { return saved.SecretName(plan) }
+
 // ChunkName is the name of chunk i (0 is the first Secret).
-func ChunkName(plan string, i int) string {
-	if i == 0 {
-		return SecretName(plan)
-	}
-	return SecretName(plan) + "-part-" + strconv.Itoa(i)
-}
+func ChunkName(plan string, i int) string { return saved.ChunkName(plan, i) }
 
 // Encode returns the Secrets holding b for TerraformPlan plan in namespace, each with labels
 // (plus Label) and no owner; the caller sets owners.
@@ -100,49 +97,22 @@ func Encode(b *Bundle, plan, namespace string, labels map[string]string) ([]*cor
 }
 
 func encode(b *Bundle, plan, namespace string, labels map[string]string, chunkBytes, maxChunks int) ([]*corev1.Secret, error) {
-	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-	if err := json.NewEncoder(zw).Encode(b); err != nil {
+	data, err := chunked.Gzip(func(w io.Writer) error { return json.NewEncoder(w).Encode(b) })
+	if err != nil {
 		return nil, fmt.Errorf("savedplan: encode: %w", err)
 	}
-	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("savedplan: compress: %w", err)
-	}
-	data := buf.Bytes()
-	if len(data) > maxChunks*chunkBytes {
+	f := format(chunkBytes, maxChunks)
+	if !f.Fits(data) {
 		return nil, fmt.Errorf("%w: %d bytes compressed, at most %d fit %d Secrets", ErrTooLarge, len(data), maxChunks*chunkBytes, maxChunks)
 	}
-	sum := sha256.Sum256(data)
-	n := max(1, (len(data)+chunkBytes-1)/chunkBytes)
-	out := make([]*corev1.Secret, n)
-	for i := range n {
-		l := map[string]string{Label: "true"}
-		for k, v := range labels {
-			l[k] = v
-		}
-		s := &corev1.Secret{
-			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-			ObjectMeta: metav1.ObjectMeta{
-				Name: ChunkName(plan, i), Namespace: namespace, Labels: l,
-				Annotations: map[string]string{PlanAnnotation: plan},
-			},
-			Type: corev1.SecretTypeOpaque,
-			Data: map[string][]byte{DataKey: data[i*chunkBytes : min((i+1)*chunkBytes, len(data))]},
-		}
-		if i == 0 {
-			s.Annotations[ChunksAnnotation] = strconv.Itoa(n)
-			s.Annotations[DigestAnnotation] = hex.EncodeToString(sum[:])
-		}
-		out[i] = s
-	}
-	return out, nil
+	return f.Split(data, plan, namespace, labels)
 }
 
 // Chunks returns how many Secrets the saved plan whose first Secret is first has, validated.
 func Chunks(first *corev1.Secret) (int, error) {
-	n, err := strconv.Atoi(first.Annotations[ChunksAnnotation])
-	if err != nil || n < 1 || n > MaxChunks {
-		return 0, fmt.Errorf("%w: Secret %s has %s=%q, want 1 to %d", ErrCorrupt, first.Name, ChunksAnnotation, first.Annotations[ChunksAnnotation], MaxChunks)
+	n, err := saved.Chunks(first)
+	if err != nil {
+		return 0, fmt.Errorf("saved plan %w", err)
 	}
 	return n, nil
 }
@@ -151,69 +121,42 @@ func Chunks(first *corev1.Secret) (int, error) {
 // part-1...). It checks names, the plan annotation, the chunk count, sizes and the digest, and
 // returns the bundle with the digest of its compressed data.
 func Decode(plan string, secrets []*corev1.Secret) (*Bundle, string, error) {
-	if len(secrets) == 0 {
-		return nil, "", fmt.Errorf("%w: no Secrets", ErrCorrupt)
+	data, err := saved.Join(plan, secrets)
+	if err != nil {
+		return nil, "", fmt.Errorf("saved plan %w", err)
 	}
-	n, err := Chunks(secrets[0])
+	b, err := decode(data)
 	if err != nil {
 		return nil, "", err
 	}
-	if len(secrets) != n {
-		return nil, "", fmt.Errorf("%w: %d of %d Secrets", ErrCorrupt, len(secrets), n)
-	}
-	var chunks [][]byte
-	for i, s := range secrets {
-		if s == nil || s.Name != ChunkName(plan, i) || s.Annotations[PlanAnnotation] != plan {
-			return nil, "", fmt.Errorf("%w: chunk %d is not %s of plan %s", ErrCorrupt, i, ChunkName(plan, i), plan)
-		}
-		chunks = append(chunks, s.Data[DataKey])
-	}
-	b, digest, err := DecodeChunks(chunks)
-	if err != nil {
-		return nil, "", err
-	}
-	if digest != secrets[0].Annotations[DigestAnnotation] {
-		return nil, "", fmt.Errorf("%w: digest does not match (a chunk was changed or is from another write)", ErrCorrupt)
-	}
-	return b, digest, nil
+	return b, secrets[0].Annotations[DigestAnnotation], nil
 }
 
 // DecodeChunks decodes the data of a saved plan's chunks in order (as a Job finds them projected
 // into files) and returns the bundle with the hex SHA-256 of the data; the caller compares it with
 // the digest it trusts.
 func DecodeChunks(chunks [][]byte) (*Bundle, string, error) {
-	if len(chunks) == 0 || len(chunks) > MaxChunks {
-		return nil, "", fmt.Errorf("%w: %d chunks, want 1 to %d", ErrCorrupt, len(chunks), MaxChunks)
-	}
-	var data []byte
-	for i, d := range chunks {
-		if len(d) > MaxChunkBytes || len(d) == 0 {
-			return nil, "", fmt.Errorf("%w: chunk %d holds %d bytes", ErrCorrupt, i, len(d))
-		}
-		data = append(data, d...)
-	}
-	sum := sha256.Sum256(data)
-	digest := hex.EncodeToString(sum[:])
-	zr, err := gzip.NewReader(bytes.NewReader(data))
+	data, digest, err := saved.Concat(chunks)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return nil, "", fmt.Errorf("saved plan %w", err)
 	}
-	zr.Multistream(false)
-	raw, err := io.ReadAll(io.LimitReader(zr, MaxBundleBytes+1))
+	b, err := decode(data)
+	return b, digest, err
+}
+
+func decode(data []byte) (*Bundle, error) {
+	raw, err := chunked.Gunzip(data, MaxBundleBytes)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
-	if len(raw) > MaxBundleBytes {
-		return nil, "", fmt.Errorf("%w: more than %d bytes decompressed", ErrCorrupt, MaxBundleBytes)
+		return nil, fmt.Errorf("saved plan %w", err)
 	}
 	b := &Bundle{}
 	if err := json.Unmarshal(raw, b); err != nil {
-		return nil, "", fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("saved plan %w: %v", ErrCorrupt, err)
 	}
 	if len(b.PlanFile) == 0 || len(b.Plan) == 0 {
-		return nil, "", fmt.Errorf("%w: no plan file or no plan document", ErrCorrupt)
+		return nil, fmt.Errorf("saved plan %w: no plan file or no plan document", ErrCorrupt)
 	}
-	return b, digest, nil
+	return b, nil
 }
 
 // Prior is the state snapshot a plan file was made against: the lineage and serial of the
