@@ -18,6 +18,7 @@ import (
 	"github.com/capx-io/capx/internal/captf/decide"
 	"github.com/capx-io/capx/internal/captf/jobs"
 	"github.com/capx-io/capx/internal/captf/planhash"
+	"github.com/capx-io/capx/internal/captf/planview"
 	"github.com/capx-io/capx/internal/captf/runresult"
 	"github.com/capx-io/capx/internal/captf/savedplan"
 )
@@ -128,6 +129,11 @@ func (r *provider[T]) recordPlan(ctx context.Context, p *pass[T], job *batchv1.J
 	tp.Labels[captfv1.PlanPhaseLabel] = string(captfv1.PlanPending)
 	tp.Labels[captfv1.DestructiveLabel] = strconv.FormatBool(planhash.Destructive(sp.plan))
 	tp.OwnerReferences = []metav1.OwnerReference{p.owner.ControllerRef()}
+	if digest, err := r.viewDigest(ctx, tp.Namespace, tp.Name); err != nil {
+		return err
+	} else if digest != "" {
+		tp.Annotations = map[string]string{planview.DigestAnnotation: digest}
+	}
 	if err := r.client.Create(ctx, tp); apierrors.IsAlreadyExists(err) {
 		// Recorded before (a pass that failed midway): the plan may have moved on since.
 		if err := r.client.Get(ctx, client.ObjectKeyFromObject(tp), tp); err != nil {

@@ -33,6 +33,17 @@ func (r *provider[T]) adoptPlanView(ctx context.Context, tp *captfv1.TerraformPl
 	return r.adoptSecrets(ctx, tp, names)
 }
 
+// viewDigest is the digest of the readable changes the plan's Job stored, which the plan records
+// (annotation planview.DigestAnnotation) so that `kubectl captf plan show` refuses a view
+// rewritten since; "" when there is none.
+func (r *provider[T]) viewDigest(ctx context.Context, namespace, plan string) (string, error) {
+	first := &corev1.Secret{}
+	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: planview.SecretName(plan)}, first); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	return first.Annotations[planview.DigestAnnotation], nil
+}
+
 // adoptSecrets hands the named Secrets of a plan (its view, its saved plan), written by its Job
 // and owned by the object until the plan exists, to the TerraformPlan: the plan alone controls
 // them, so they go with it, and clusterctl move moves them with it (they carry its move label).

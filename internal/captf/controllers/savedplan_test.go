@@ -15,7 +15,9 @@ import (
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/planhash"
+	"github.com/capx-io/capx/internal/captf/planview"
 	"github.com/capx-io/capx/internal/captf/savedplan"
+	"github.com/capx-io/capx/internal/cli/captf/plan/show"
 )
 
 // savedPlanSecrets reads a TerraformPlan's saved plan Secrets in chunk order.
@@ -94,6 +96,20 @@ func TestApprovalAppliesTheSavedPlan(t *testing.T) {
 		Lineage: prior.Lineage, Serial: prior.Serial, InputsHash: first.Spec.InputsHash, PlanFile: b.PlanFileDigest()})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(first.Spec.PlanHash).To(Equal(want), "the manager's hash binds the changes, the state, the inputs and the plan file")
+
+	// The plan records the digest of the readable changes its Job stored: plan show refuses a
+	// view rewritten since (by anything that can write Secrets in the namespace).
+	viewFirst := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: planview.SecretName(first.Name)}, viewFirst)).To(Succeed())
+	g.Expect(first.Annotations).To(HaveKeyWithValue(planview.DigestAnnotation, viewFirst.Annotations[planview.DigestAnnotation]))
+	g.Expect(show.Load(ctx, env.Client, first).ViewAvailable).To(BeTrue())
+	benign, err := planview.Encode(&planview.View{FormatVersion: planview.FormatVersion}, first.Name, ns, viewFirst.Labels)
+	g.Expect(err).NotTo(HaveOccurred())
+	benign[0].ResourceVersion, benign[0].OwnerReferences = viewFirst.ResourceVersion, viewFirst.OwnerReferences
+	g.Expect(env.Client.Update(ctx, benign[0])).To(Succeed())
+	shown := show.Load(ctx, env.Client, first)
+	g.Expect(shown.ViewAvailable).To(BeFalse())
+	g.Expect(shown.ViewProblem).To(ContainSubstring("they were rewritten; do not approve from them"))
 
 	// Replaced after the approval (by anything that can write Secrets in the namespace): a plan
 	// file with the same document but other bytes no longer hashes to the approved hash.

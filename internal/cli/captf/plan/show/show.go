@@ -137,7 +137,7 @@ func Load(ctx context.Context, c client.Reader, tp *captfv1.TerraformPlan) *Plan
 		Approved: tp.Spec.Approved, ApprovedBy: tp.Spec.ApprovedBy, Summary: tp.Spec.Summary, Job: tp.Status.Job,
 		Changes: []planview.ResourceChange{},
 	}
-	v, err := ReadView(ctx, c, tp.Namespace, tp.Name)
+	v, err := ReadView(ctx, c, tp.Namespace, tp.Name, tp.Annotations[planview.DigestAnnotation])
 	if err != nil {
 		p.ViewProblem = err.Error()
 		return p
@@ -150,14 +150,21 @@ func Load(ctx context.Context, c client.Reader, tp *captfv1.TerraformPlan) *Plan
 	return p
 }
 
-// ReadView reads and decodes the view Secrets of TerraformPlan plan.
-func ReadView(ctx context.Context, c client.Reader, namespace, plan string) (*planview.View, error) {
+// ReadView reads and decodes the view Secrets of TerraformPlan plan. With recorded (the digest
+// the manager recorded on the plan from the view its Job stored), a view whose digest is another
+// is refused: any account that can write Secrets in the namespace (a module, too) could have
+// rewritten it since.
+func ReadView(ctx context.Context, c client.Reader, namespace, plan, recorded string) (*planview.View, error) {
 	first := &corev1.Secret{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: planview.SecretName(plan)}, first); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("its Job stored no readable changes (Secret %s is missing)", planview.SecretName(plan))
 		}
 		return nil, fmt.Errorf("read Secret %s: %w", planview.SecretName(plan), err)
+	}
+	if got := first.Annotations[planview.DigestAnnotation]; recorded != "" && got != recorded {
+		return nil, fmt.Errorf("the readable changes in Secret %s are not those the manager recorded with the plan (digest %s, recorded %s): they were rewritten; do not approve from them",
+			first.Name, got, recorded)
 	}
 	n, err := planview.Chunks(first)
 	if err != nil {
