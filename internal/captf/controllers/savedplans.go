@@ -28,24 +28,6 @@ type savedPlan struct {
 	digest  string   // hex SHA-256 of their data, as read
 }
 
-// hashSavedPlan is the plan hash of a saved plan: its changes, keyed, bound to the state its plan
-// file was made against (the prior state OpenTofu checks before applying the file), the inputs
-// hash of the Job that made it, and the plan file itself.
-func hashSavedPlan(key []byte, b *savedplan.Bundle, inputsHash string) (string, *tfjson.Plan, error) {
-	plan, err := planhash.Parse(b.Plan)
-	if err != nil {
-		return "", nil, err
-	}
-	prior, err := savedplan.PriorState(b.PlanFile)
-	if err != nil {
-		return "", nil, err
-	}
-	h, err := planhash.Fingerprint(key, plan, planhash.Binding{
-		Lineage: prior.Lineage, Serial: prior.Serial, InputsHash: inputsHash, PlanFile: b.PlanFileDigest(),
-	})
-	return h, plan, err
-}
-
 // readSavedPlan reads and hashes TerraformPlan name's saved plan. It reads live (a Job's Secrets
 // may not be in the cache yet, and need not be: they are read once per plan and per approved
 // apply). A missing or corrupt saved plan is errNoSavedPlan.
@@ -83,7 +65,7 @@ func (r *provider[T]) readSavedPlan(ctx context.Context, p *pass[T], name, input
 	if err != nil {
 		return nil, err
 	}
-	h, plan, err := hashSavedPlan(key, b, inputsHash)
+	h, plan, err := b.Hash(key, inputsHash)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNoSavedPlan, err)
 	}

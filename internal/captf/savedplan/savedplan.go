@@ -25,9 +25,11 @@ import (
 	"fmt"
 	"io"
 
+	tfjson "github.com/hashicorp/terraform-json"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/capx-io/capx/internal/captf/chunked"
+	"github.com/capx-io/capx/internal/captf/planhash"
 	"github.com/capx-io/capx/internal/captf/planview"
 )
 
@@ -69,6 +71,25 @@ type Bundle struct {
 func (b *Bundle) PlanFileDigest() string {
 	sum := sha256.Sum256(b.PlanFile)
 	return hex.EncodeToString(sum[:])
+}
+
+// Hash is the plan hash of the saved plan (planhash.Fingerprint): its changes, keyed, bound to
+// the state its plan file was made against (the prior state OpenTofu checks before applying the
+// file), the inputs hash of the Job that made it, and the plan file itself. It returns the
+// parsed plan too.
+func (b *Bundle) Hash(key []byte, inputsHash string) (string, *tfjson.Plan, error) {
+	plan, err := planhash.Parse(b.Plan)
+	if err != nil {
+		return "", nil, err
+	}
+	prior, err := PriorState(b.PlanFile)
+	if err != nil {
+		return "", nil, err
+	}
+	h, err := planhash.Fingerprint(key, plan, planhash.Binding{
+		Lineage: prior.Lineage, Serial: prior.Serial, InputsHash: inputsHash, PlanFile: b.PlanFileDigest(),
+	})
+	return h, plan, err
 }
 
 // PlanName is the TerraformPlan the manager records from the plan Job job of object target

@@ -5,10 +5,15 @@ import (
 	"bytes"
 	"crypto/rand"
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/capx-io/capx/internal/captf/planhash"
 )
 
 // planFile builds a plan file of the shape OpenTofu writes, with the given prior state.
@@ -131,4 +136,60 @@ func FuzzPriorState(f *testing.F) {
 	f.Add(planFile(f, map[string]string{"tfstate": `{"serial":1,"lineage":"x"}`}))
 	f.Add([]byte("PK\x03\x04"))
 	f.Fuzz(func(t *testing.T, b []byte) { _, _ = PriorState(b) })
+}
+
+// bigPlan is a plan JSON of n resource creates with a few attributes each, and a plan file
+// (a zip with a prior state of n resources) of the shape OpenTofu writes.
+func bigPlan(b testing.TB, n int) *Bundle {
+	b.Helper()
+	var changes []string
+	var resources []string
+	for i := range n {
+		addr := fmt.Sprintf(`"module.role.terraform_data.node[%d]"`, i)
+		changes = append(changes, `{"address":`+addr+`,"mode":"managed","type":"terraform_data","name":"node","index":`+strconv.Itoa(i)+
+			`,"change":{"actions":["create"],"before":null,"after":{"input":{"name":"node-`+strconv.Itoa(i)+`","size":"large","zone":"fd-a"}},"after_unknown":{"id":true,"output":true},"after_sensitive":{}}}`)
+		resources = append(resources, `{"mode":"managed","type":"terraform_data","name":"old`+strconv.Itoa(i)+`","instances":[{"attributes":{"id":"x"}}]}`)
+	}
+	doc := `{"format_version":"1.2","resource_changes":[` + strings.Join(changes, ",") + `]}`
+	state := `{"version":4,"serial":41,"lineage":"5b1a7c2e-aaaa","resources":[` + strings.Join(resources, ",") + `]}`
+	return &Bundle{PlanFile: planFile(b, map[string]string{"tfplan": "x", "tfstate": state}), Plan: []byte(doc)}
+}
+
+// BenchmarkManagerHash is what the manager does with a saved plan of 2,000 changes when it
+// records the plan and again before its approved apply: decode the Secrets, read the prior
+// state from the plan file, parse the plan and hash it.
+func BenchmarkManagerHash(b *testing.B) {
+	secrets, err := Encode(bigPlan(b, 2000), "p", "ns", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key := make([]byte, 32)
+	b.ResetTimer()
+	for range b.N {
+		bundle, _, err := Decode("p", secrets)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := bundle.Hash(key, "h2:x"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(secrets)), "secrets")
+}
+
+func TestHashBindsThePriorState(t *testing.T) {
+	g := NewWithT(t)
+	key := make([]byte, 32)
+	b := bigPlan(t, 3)
+	h, plan, err := b.Hash(key, "h2:x")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(plan.ResourceChanges).To(HaveLen(3))
+	want, err := planhash.Fingerprint(key, plan, planhash.Binding{Lineage: "5b1a7c2e-aaaa", Serial: 41, InputsHash: "h2:x", PlanFile: b.PlanFileDigest()})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(h).To(Equal(want))
+	other, _, err := b.Hash(key, "h2:y")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(other).NotTo(Equal(h), "the inputs hash is bound")
+	_, _, err = (&Bundle{PlanFile: []byte("no zip"), Plan: b.Plan}).Hash(key, "h2:x")
+	g.Expect(err).To(HaveOccurred(), "a plan file without a prior state has no hash")
 }
