@@ -89,7 +89,8 @@ type Result struct {
 	Drift *Drift `json:"drift,omitempty"`
 	// Plan summarises the plan of a plan operation and of a guarded or approved apply.
 	Plan *PlanSummary `json:"plan,omitempty"`
-	// PlanHash is the keyed plan fingerprint ("p2:...") of Plan, when a plan key was given.
+	// PlanHash is planhash.Empty when Plan changes no resource (it needs no approval); otherwise
+	// empty: the manager hashes a plan itself, from the saved plan the Job stored.
 	PlanHash string `json:"planHash,omitempty"`
 	// Destructive reports that Plan deletes or replaces something.
 	Destructive bool `json:"destructive,omitempty"`
