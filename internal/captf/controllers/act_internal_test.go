@@ -20,6 +20,7 @@ import (
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/captf/decide"
 	"github.com/capx-io/capx/internal/captf/jobs"
+	"github.com/capx-io/capx/internal/captf/leases"
 	"github.com/capx-io/capx/internal/scheme"
 )
 
@@ -79,4 +80,36 @@ func TestInputCarriesTheObservations(t *testing.T) {
 	g.Expect(in.MembershipInterval).To(Equal(90 * time.Second))
 	g.Expect(in.Plan).To(Equal(&decide.Plan{Name: "p"}))
 	g.Expect(decide.Next(in).Reason).To(Equal(decide.ReasonJobRunning))
+}
+
+// TestLeaseLostInActIsAnObservation: a lease taken between checkStart's read and act's take
+// does not start the Job; it is recorded and decide.Next says what the object waits for.
+func TestLeaseLostInActIsAnObservation(t *testing.T) {
+	due := decide.Input{Now: time.Now(), Mutable: true, InputsHash: "h2:b",
+		State: decide.State{Present: true, InputsHash: "h2:a", Resources: 1}, EverApplied: true, DurableInputs: true,
+		Start: decide.Start{Checked: true}}
+	for _, tc := range []struct {
+		name string
+		gate bool
+		wait leases.Wait
+	}{
+		{"the run lease", false, leases.Wait{Reason: captfv1.WaitingForRunLeaseReason, Message: "Lease l changed while it was being taken"}},
+		{"the cluster's lease, under the gate", true, leases.Wait{Reason: captfv1.WaitingForClusterOperationReason, Message: "Waiting for c1-apply"}},
+		{"a wait Next has no rule for still waits", false, leases.Wait{Reason: captfv1.WaitingForClusterOperationReason}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			r := &provider[*captfv1.TerraformMachine]{engine: &engine{}, kind: machineKind{}}
+			p := &pass[*captfv1.TerraformMachine]{input: due}
+			p.input.Start.Leases.Gate = tc.gate
+			p.decision = decide.Next(p.input)
+			g.Expect(p.decision.Starts()).To(BeTrue())
+			w := tc.wait
+			r.leaseLost(context.Background(), p, &w)
+			g.Expect(p.decision.Starts()).To(BeFalse())
+			g.Expect(p.decision.Reason).To(Equal(tc.wait.Reason))
+			g.Expect(p.decision.Pending).To(Equal(captfv1.OperationApply))
+			g.Expect(p.leaseWait).To(Equal(&w))
+		})
+	}
 }
