@@ -42,8 +42,12 @@ func TestInterruptedApplyKeepsState(t *testing.T) {
 	g.Expect(f.lockHolder(ctx)).To(BeEmpty(), "the interrupted runtime released the state lock")
 	g.Expect(resourceNames(f.state(ctx))).To(ContainElement("instance"), "what was created before the stop is in the state")
 
+	// Dropping the interrupted resource deletes it, which needs an approval like any delete.
 	f.vars["slow"] = 0
-	next := f.run(ctx, "apply").ok(t)
+	blocked := f.run(ctx, "apply", f.object(ctx, "captf-m-obj0-apply-a2-000000")...)
+	g.Expect(blocked.res.Error.Kind).To(Equal(runresult.KindBlocked), blocked.raw)
+	a := f.approve(ctx, "captf-m-obj0-apply-a2-000000", "")
+	next := f.run(ctx, "apply", append(f.object(ctx, "captf-m-obj0-apply-a3-000000"), a.flags()...)...).ok(t)
 	g.Expect(next.res.Changes.Add).To(BeZero(), "the instance is not created twice")
 }
 
