@@ -154,7 +154,7 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 	// The durable inputs are what a destroy runs with: an apply may change the infrastructure,
 	// a plan never does, so only an apply replaces them.
 	if d.Op == captfv1.OperationApply {
-		if _, err := inputs.Ensure(ctx, r.client, p.owner, rendered); err != nil {
+		if _, err := inputs.EnsureApply(ctx, r.client, p.owner, rendered); err != nil { // marks a pool's exports record pending
 			return r.startFailed(ctx, p, name, err)
 		}
 	}

@@ -102,15 +102,19 @@ func exportsHeld(o *captfv1.TerraformMachinePool) bool {
 // TestPoolExportsHeld: a destructive change of the cluster's exports is held. Its TerraformPlan
 // waits for approval while the pool keeps applying with the exports of its last successful
 // apply: a scale-up goes through with the old exports and the attachment they name is not
-// replaced. A clusterctl move of the held pool re-runs nothing, and the approval applies the
-// new exports.
+// replaced. The approval binds the state's serial, which the held scale-up moved on: its apply
+// plans again and the new plan is held the same way; approved, it applies the new exports. A
+// clusterctl move of a pool with a held change plans and applies nothing again.
 func TestPoolExportsHeld(t *testing.T) {
 	g := NewWithT(t)
 	ns, _ := scenario(t)
 	tc := newTerraformCluster(t, ns, "c", func(o *captfv1.TerraformCluster) {
 		o.Spec.Variables = vars(map[string]any{"exports_extra": map[string]string{"pool_attachment": "a1"}})
 	})
-	mp, tmp := newPool(t, ns, "c", "workers", 2)
+	// No membership refresh while the test runs (it moves the state's serial on as well).
+	mp, tmp := newPool(t, ns, "c", "workers", 2, func(o *captfv1.TerraformMachinePool) {
+		o.Spec.MembershipRefreshIntervalSeconds = ptr.To[int32](86400)
+	})
 	waitFor(t, tmp, 3*time.Minute, "provisioned with 2 instances and the exports recorded", func(o *captfv1.TerraformMachinePool) bool {
 		return provisioned(o.Status.Initialization) && o.Status.Replicas == 2 &&
 			hasCondition(o, captfv1.ClusterExportsCurrentCondition, metav1.ConditionTrue, captfv1.ExportsAppliedReason)
@@ -146,9 +150,43 @@ func TestPoolExportsHeld(t *testing.T) {
 	g.Expect(plan).NotTo(BeNil(), "the change at 3 replicas waits as a plan")
 	g.Expect(tmp.Status.PendingPlanRef).To(Equal(&corev1.LocalObjectReference{Name: plan.Name}))
 
-	// clusterctl move of the held pool: status wiped, Jobs left behind, the pool and its plan
-	// re-created with new UIDs. Nothing is planned or applied again (the membership refresh
-	// that a pool runs after a move reads, it changes nothing).
+	// The plan was made before the held scale-up moved the state's serial on: its approved apply
+	// plans again, applies nothing, and the new plan is held the same way.
+	approve(t, plan, "alice")
+	waitFor(t, tmp, 3*time.Minute, "the overtaken plan planned again, still held", func(o *captfv1.TerraformMachinePool) bool {
+		return exportsHeld(o) && o.Status.PendingPlanRef != nil && o.Status.PendingPlanRef.Name != plan.Name && o.Status.ActiveJob == nil
+	})
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(plan), plan)).To(Succeed())
+	g.Expect(plan.Labels[captfv1.PlanPhaseLabel]).To(Equal(string(captfv1.PlanFailed)))
+	g.Expect(attachmentID(t, ns, "workers")).To(Equal(attachment), "nothing applied the overtaken plan")
+	plan = pendingPlan(t, ns, "workers")
+	g.Expect(plan).NotTo(BeNil())
+	g.Expect(tmp.Status.PendingPlanRef.Name).To(Equal(plan.Name))
+
+	// Approved, the new plan applies: the attachment is replaced and the exports are current.
+	approve(t, plan, "alice")
+	waitFor(t, tmp, 3*time.Minute, "the approved exports applied", func(o *captfv1.TerraformMachinePool) bool {
+		return hasCondition(o, captfv1.ClusterExportsCurrentCondition, metav1.ConditionTrue, captfv1.ExportsAppliedReason) &&
+			o.Status.ActiveJob == nil && o.Status.PendingPlanRef == nil
+	})
+	attachment2 := attachmentID(t, ns, "workers")
+	g.Expect(attachment2).NotTo(Equal(attachment))
+	status, kept, _ = exportsRecord(t, ns, "workers")
+	g.Expect(status).To(Equal(inputs.ExportsKept))
+	g.Expect(kept).To(HaveKeyWithValue("pool_attachment", "a2"))
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(plan), plan)).To(Succeed())
+	g.Expect(plan.Labels[captfv1.PlanPhaseLabel]).To(Equal(string(captfv1.PlanApplied)))
+	g.Expect(tmp.Status.Replicas).To(BeEquivalentTo(3))
+
+	// Held again, then clusterctl move: status wiped, Jobs left behind, the pool and its plan
+	// re-created with new UIDs. Nothing is planned or applied again, and the change stays held
+	// (the membership refresh that a pool runs after a move reads; it changes no resource).
+	setExports(t, tc, map[string]string{"pool_attachment": "a3"})
+	waitFor(t, tmp, 3*time.Minute, "the next exports change held", func(o *captfv1.TerraformMachinePool) bool {
+		return exportsHeld(o) && o.Status.PendingPlanRef != nil && o.Status.ActiveJob == nil
+	})
+	plan = pendingPlan(t, ns, "workers")
+	g.Expect(plan).NotTo(BeNil())
 	moved := simulateMove(t, ns, "c", tmp)
 	waitFor(t, moved, 2*time.Minute, "the moved pool held again, from what moved", func(o *captfv1.TerraformMachinePool) bool {
 		return exportsHeld(o) && o.Status.PendingPlanRef != nil && provisioned(o.Status.Initialization) && o.Status.Replicas == 3
@@ -157,36 +195,9 @@ func TestPoolExportsHeld(t *testing.T) {
 		return countJobs(t, ns, contract.KindMachinePool, "workers", captfv1.OperationApply)+
 			countJobs(t, ns, contract.KindMachinePool, "workers", captfv1.OperationPlan) > 0
 	})
-	plan = pendingPlan(t, ns, "workers")
-	g.Expect(plan).NotTo(BeNil())
 	g.Expect(moved.Status.PendingPlanRef.Name).To(Equal(plan.Name))
-
-	// The approval binds the state's serial as well as the changes: the plan was made before the
-	// held pool scaled (and before the refresh after the move), so its approved apply plans again
-	// and the new plan waits, held the same way. Approved, that one applies: the attachment is
-	// replaced and the exports are current.
-	approve(t, plan, "alice")
-	waitFor(t, moved, 3*time.Minute, "the overtaken plan planned again, still held", func(o *captfv1.TerraformMachinePool) bool {
-		return exportsHeld(o) && o.Status.PendingPlanRef != nil && o.Status.PendingPlanRef.Name != plan.Name && o.Status.ActiveJob == nil
-	})
-	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(plan), plan)).To(Succeed())
-	g.Expect(plan.Labels[captfv1.PlanPhaseLabel]).To(Equal(string(captfv1.PlanFailed)))
-	g.Expect(attachmentID(t, ns, "workers")).To(Equal(attachment), "nothing applied the overtaken plan")
-	plan = pendingPlan(t, ns, "workers")
-	g.Expect(plan).NotTo(BeNil())
-	g.Expect(moved.Status.PendingPlanRef.Name).To(Equal(plan.Name))
-	approve(t, plan, "alice")
-	waitFor(t, moved, 3*time.Minute, "the approved exports applied", func(o *captfv1.TerraformMachinePool) bool {
-		return hasCondition(o, captfv1.ClusterExportsCurrentCondition, metav1.ConditionTrue, captfv1.ExportsAppliedReason) &&
-			o.Status.ActiveJob == nil && o.Status.PendingPlanRef == nil
-	})
-	g.Expect(attachmentID(t, ns, "workers")).NotTo(Equal(attachment))
-	status, kept, _ = exportsRecord(t, ns, "workers")
-	g.Expect(status).To(Equal(inputs.ExportsKept))
-	g.Expect(kept).To(HaveKeyWithValue("pool_attachment", "a2"))
-	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(plan), plan)).To(Succeed())
-	g.Expect(plan.Labels[captfv1.PlanPhaseLabel]).To(Equal(string(captfv1.PlanApplied)))
-	g.Expect(moved.Status.Replicas).To(BeEquivalentTo(3))
+	g.Expect(pendingPlan(t, ns, "workers").Name).To(Equal(plan.Name))
+	g.Expect(attachmentID(t, ns, "workers")).To(Equal(attachment2))
 }
 
 // TestPoolExportsApplyFailed: an apply of changed exports that fails midway loses the record of

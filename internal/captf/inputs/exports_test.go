@@ -56,9 +56,10 @@ func TestKeptExportsBudget(t *testing.T) {
 	g.Expect(rec.Usable()).To(BeFalse())
 }
 
-// The record lives in the pool's durable inputs Secret: Ensure marks it pending when an apply of
-// other exports is about to start (and only then), WriteExportsRecord writes what the
-// controller settled, and Read returns it.
+// The record lives in the pool's durable inputs Secret: EnsureApply marks it pending when an
+// apply of other exports is about to start (and only then: Ensure, which owner repair calls with
+// the stored inputs, never does), WriteExportsRecord writes what the controller settled, and
+// Read returns it.
 func TestExportsRecordInDurableSecret(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -88,9 +89,9 @@ func TestExportsRecordInDurableSecret(t *testing.T) {
 	}
 
 	a := render(`{"attachment": "a1"}`, 2)
-	g.Expect(Ensure(ctx, env.Client, owner, a)).To(BeTrue())
+	g.Expect(EnsureApply(ctx, env.Client, owner, a)).To(BeTrue())
 	g.Expect(read()).To(Equal(ExportsRecord{}), "nothing recorded before an apply succeeded")
-	g.Expect(Ensure(ctx, env.Client, owner, render(`{"attachment": "a2"}`, 2))).To(BeTrue())
+	g.Expect(EnsureApply(ctx, env.Client, owner, render(`{"attachment": "a2"}`, 2))).To(BeTrue())
 	g.Expect(read()).To(Equal(ExportsRecord{}), "nothing to mark pending")
 
 	kept := KeptExports(a)
@@ -98,11 +99,14 @@ func TestExportsRecordInDurableSecret(t *testing.T) {
 	g.Expect(WriteExportsRecord(ctx, env.Client, owner, kept)).To(BeFalse(), "written once")
 	g.Expect(read()).To(Equal(kept))
 
-	// The same exports at another size keep the record usable; other exports make it pending.
-	g.Expect(Ensure(ctx, env.Client, owner, render(`{ "attachment" : "a1" }`, 3))).To(BeTrue())
+	// The same exports at another size keep the record usable; other exports make it pending,
+	// but only when an apply starts with them.
+	g.Expect(EnsureApply(ctx, env.Client, owner, render(`{ "attachment" : "a1" }`, 3))).To(BeTrue())
 	g.Expect(read()).To(Equal(kept))
 	b := render(`{"attachment": "a2"}`, 3)
 	g.Expect(Ensure(ctx, env.Client, owner, b)).To(BeTrue())
+	g.Expect(read()).To(Equal(kept), "Ensure alone marks nothing")
+	g.Expect(EnsureApply(ctx, env.Client, owner, b)).To(BeTrue(), "the same inputs, an apply of them starting")
 	got := read()
 	g.Expect(got.Pending).To(Equal(b.Hash))
 	g.Expect(got.Exports).To(Equal(kept.Exports), "the exports stay until the controller settles them")

@@ -66,10 +66,17 @@ func Secret(o jobs.Owner, r *Rendered) *corev1.Secret {
 // Ensure writes the durable inputs Secret of r: it creates it, or updates it when its inputs,
 // hash, labels or owner differ, and otherwise writes nothing (so a reconcile that changes
 // nothing makes no API write). It keeps what others added: the applied marker, other data
-// keys, labels and annotations. A pool's record of applied exports goes pending when r carries
-// other exports (see ExportsRecord). It returns whether it wrote. c may read from a cache: a
-// stale read ends in a conflict or AlreadyExists error, retried on the next reconcile.
+// keys, labels and annotations. It returns whether it wrote. c may read from a cache: a stale
+// read ends in a conflict or AlreadyExists error, retried on the next reconcile.
 func Ensure(ctx context.Context, c client.Client, o jobs.Owner, r *Rendered) (bool, error) {
+	return ensure(ctx, c, Secret(o, r), func(s *corev1.Secret) error { return setOwner(&s.ObjectMeta, o) })
+}
+
+// EnsureApply is Ensure for an apply about to start with r: a pool's record of applied exports
+// also goes pending when r carries other exports than the record (see ExportsRecord), whether
+// or not the stored inputs change (an approved apply runs with the inputs its blocked apply
+// already stored).
+func EnsureApply(ctx context.Context, c client.Client, o jobs.Owner, r *Rendered) (bool, error) {
 	return ensure(ctx, c, Secret(o, r), func(s *corev1.Secret) error {
 		markPending(s, o, r)
 		return setOwner(&s.ObjectMeta, o)
