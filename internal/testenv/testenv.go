@@ -9,7 +9,6 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -67,7 +66,7 @@ type Env struct {
 	kcm     *exec.Cmd
 	capi    *exec.Cmd
 	dir     string
-	log     bytes.Buffer
+	log     SyncBuffer // kube-controller-manager's output, read by tests while it runs
 	capiLog SyncBuffer
 
 	nsMu  sync.Mutex
