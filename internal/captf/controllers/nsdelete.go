@@ -29,7 +29,7 @@ func (r *provider[T]) holdInTerminatingNamespace(ctx context.Context, p *pass[T]
 	}
 	ns := &corev1.Namespace{}
 	if err := r.reader.Get(ctx, client.ObjectKey{Name: p.owner.Namespace}, ns); err != nil {
-		return fmt.Errorf("get namespace %s: %w", p.owner.Namespace, client.IgnoreNotFound(err))
+		return fmt.Errorf("get namespace %s: %w", p.owner.Namespace, err)
 	}
 	if ns.DeletionTimestamp.IsZero() && ns.Status.Phase != corev1.NamespaceTerminating {
 		return nil
