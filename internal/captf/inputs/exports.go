@@ -86,7 +86,7 @@ func SameExports(a, b json.RawMessage) bool {
 	return errA == nil && errB == nil && bytes.Equal(ca, cb)
 }
 
-func canonicalValue(raw json.RawMessage) ([]byte, error) {
+func canonicalValue(raw json.RawMessage) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = json.RawMessage(`{}`)
 	}
@@ -96,18 +96,25 @@ func canonicalValue(raw json.RawMessage) ([]byte, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, err
 	}
+	if dec.More() {
+		return nil, fmt.Errorf("more than one JSON value")
+	}
 	if v == nil {
 		v = map[string]any{}
 	}
 	return marshalCanonical(v)
 }
 
-// exportsRecordOf reads the record from a durable inputs Secret.
+// exportsRecordOf reads the record from a durable inputs Secret. Any Secret writer of the
+// namespace can edit it: a record whose exports are not one JSON value is no record (it never
+// stands in for the exports).
 func exportsRecordOf(s *corev1.Secret) ExportsRecord {
 	r := ExportsRecord{Status: s.Annotations[captfv1.ExportsRecordAnnotation], Pending: s.Annotations[captfv1.ExportsPendingAnnotation]}
 	if r.Status == ExportsKept {
 		if raw, ok := s.Data[AppliedExportsKey]; ok {
-			r.Exports = json.RawMessage(raw)
+			if exports, err := canonicalValue(raw); err == nil {
+				r.Exports = exports
+			}
 		}
 	}
 	return r

@@ -1,13 +1,17 @@
 package inputs
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/jobs"
 	"github.com/capx-io/capx/internal/testenv"
@@ -120,4 +124,47 @@ func TestExportsRecordInDurableSecret(t *testing.T) {
 	g.Expect(stored.Hash).To(Equal(b.Hash), "the inputs are untouched")
 	var none json.RawMessage
 	g.Expect(stored.Exports.Exports).To(Equal(none))
+}
+
+// A record edited by hand (any Secret writer of the namespace can) that is not one JSON value
+// is no record: it never stands in for the exports.
+func TestExportsRecordCorrupt(t *testing.T) {
+	g := NewWithT(t)
+	for _, raw := range []string{`{`, `{"a":1} {"b":2}`, "\xff", `{"a":1}x`} {
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{captfv1.ExportsRecordAnnotation: ExportsKept}},
+			Data:       map[string][]byte{AppliedExportsKey: []byte(raw)},
+		}
+		rec := exportsRecordOf(s)
+		g.Expect(rec.Usable()).To(BeFalse(), raw)
+		g.Expect(rec.Exports).To(BeNil(), raw)
+	}
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{captfv1.ExportsRecordAnnotation: ExportsKept}},
+		Data:       map[string][]byte{AppliedExportsKey: []byte(` { "b" : 1.50, "a" : [ ] } `)},
+	}
+	g.Expect(string(exportsRecordOf(s).Exports)).To(Equal(`{"a":[],"b":1.50}`), "read back canonical")
+}
+
+// FuzzExportsRecord: whatever the Secret holds, reading the record never panics, and a usable
+// record's exports are one canonical JSON value.
+func FuzzExportsRecord(f *testing.F) {
+	for _, seed := range []string{`{}`, `{"a":[1,2.50]}`, `null`, `"x"`, `{`, `[1] 2`, ""} {
+		f.Add([]byte(seed), ExportsKept, "")
+	}
+	f.Fuzz(func(t *testing.T, data []byte, status, pending string) {
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+				captfv1.ExportsRecordAnnotation: status, captfv1.ExportsPendingAnnotation: pending}},
+			Data: map[string][]byte{AppliedExportsKey: data},
+		}
+		rec := exportsRecordOf(s)
+		if !rec.Usable() {
+			return
+		}
+		again, err := canonicalValue(rec.Exports)
+		if err != nil || !bytes.Equal(again, rec.Exports) || !SameExports(rec.Exports, rec.Exports) {
+			t.Fatalf("usable record %q is not canonical JSON: %q, %v", rec.Exports, again, err)
+		}
+	})
 }
