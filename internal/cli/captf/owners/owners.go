@@ -18,6 +18,7 @@ import (
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/captf/planview"
+	"github.com/capx-io/capx/internal/captf/savedplan"
 	"github.com/capx-io/capx/internal/cli/captf/objects"
 	"github.com/capx-io/capx/internal/cli/cmdutil"
 )
@@ -27,7 +28,7 @@ type Finding struct {
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
-	// What it is: state, state backup, inputs, plan key, plan, plan view, Secret.
+	// What it is: state, state backup, inputs, plan key, plan, plan view, saved plan, Secret.
 	What string `json:"what"`
 	// Owner is the CAPTF object (Kind/name) it belongs to.
 	Owner string `json:"owner"`
@@ -57,7 +58,8 @@ func what(kind, name string) string {
 	}
 	for _, p := range []struct{ prefix, what string }{
 		{"tfstate-default-", "state"}, {"captf-state-backup-", "state backup"}, {"captf-inputs-", "inputs"},
-		{"captf-plankey-", "plan key"}, {"captf-planview-", "plan view"}, {"captf-creds-", "credentials"},
+		{"captf-plankey-", "plan key"}, {"captf-planview-", "plan view"}, {"captf-savedplan-", "saved plan"},
+		{"captf-creds-", "credentials"},
 	} {
 		if strings.HasPrefix(name, p.prefix) {
 			return p.what
@@ -103,8 +105,9 @@ func Find(ctx context.Context, c client.Reader, objs []*objects.Object) ([]Findi
 			}
 			checked++
 			var alt *metav1.OwnerReference
-			if plan := s.Annotations[planview.PlanAnnotation]; plan != "" && s.Labels[planview.Label] == "true" {
-				// A plan view belongs to its TerraformPlan once the manager hands it over.
+			if plan := s.Annotations[planview.PlanAnnotation]; plan != "" && (s.Labels[planview.Label] == "true" || s.Labels[savedplan.Label] == "true") {
+				// A plan view and a saved plan belong to their TerraformPlan once the manager
+				// hands them over.
 				if uid, ok := planUID[plan]; ok {
 					alt = &metav1.OwnerReference{APIVersion: captfv1.GroupVersion.String(), Kind: "TerraformPlan", Name: plan, UID: uid}
 				}
