@@ -433,7 +433,7 @@ func (r *provider[T]) cleanup(ctx context.Context, p *pass[T]) error {
 	if err := state.Delete(ctx, r.client, p.owner.Namespace, p.owner.StateSuffix()); err != nil {
 		return err
 	}
-	if err := state.DeleteBackups(ctx, r.client, p.owner.Namespace, p.owner.StateSuffix()); err != nil {
+	if err := state.DeleteBackups(ctx, r.client, r.reader, p.owner.Namespace, p.owner.StateSuffix()); err != nil {
 		return err
 	}
 	r.states.forget(p.owner.Namespace, p.owner.StateSuffix())

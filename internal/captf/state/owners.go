@@ -39,12 +39,14 @@ func AdoptBackups(ctx context.Context, c client.Client, namespace, suffix string
 	return n, nil
 }
 
-// DeleteBackups deletes the backup sets of suffix (not those an earlier object retained), once the state they back up is destroyed.
-// The garbage collector does not: config/admission/captf-state-protection.yaml refuses it, so
-// that a restored backup still naming an earlier owner is not lost before owner repair. Already
+// DeleteBackups deletes the backup sets of suffix (not those an earlier object retained), once
+// the state they back up is destroyed. The garbage collector does not:
+// config/admission/captf-state-protection.yaml refuses it, so that a restored backup still
+// naming an earlier owner is not lost before owner repair. It lists them with live, which should
+// not be a cache: a backup the cache has not seen yet would be left behind for good. Already
 // gone is success.
-func DeleteBackups(ctx context.Context, c client.Client, namespace, suffix string) error {
-	sets, err := Backups(ctx, c, namespace, suffix)
+func DeleteBackups(ctx context.Context, c client.Client, live client.Reader, namespace, suffix string) error {
+	sets, err := Backups(ctx, live, namespace, suffix)
 	if err != nil {
 		return err
 	}

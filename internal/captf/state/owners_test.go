@@ -71,12 +71,12 @@ func TestAdoptBackupsLive(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(n).To(BeZero(), "nothing left to repair")
 
-	g.Expect(DeleteBackups(ctx, e.Client, ns, f.Suffix)).To(Succeed())
+	g.Expect(DeleteBackups(ctx, e.Client, e.Client, ns, f.Suffix)).To(Succeed())
 	left, err := Backups(ctx, e.Client, ns, f.Suffix)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(left).To(HaveLen(1))
 	g.Expect(left[0].Chunks).To(Equal([]string{retained.Name}), "the retained backup stays")
-	g.Expect(DeleteBackups(ctx, e.Client, ns, f.Suffix)).To(Succeed(), "idempotent")
+	g.Expect(DeleteBackups(ctx, e.Client, e.Client, ns, f.Suffix)).To(Succeed(), "idempotent")
 }
 
 // TestStateProtectionPolicyLive: config/admission/captf-state-protection.yaml refuses the
