@@ -76,8 +76,10 @@ func (e *engine) holdExports(ctx context.Context, p *pass[*captfv1.TerraformMach
 	}
 	h := &exportsHold{record: settleExports(p.stored, stateHash, p.jobList)}
 	p.exportsHold = h
-	if _, err := inputs.WriteExportsRecord(ctx, e.client, p.owner, h.record); err != nil {
-		return err
+	if !h.record.Equal(p.stored.Exports) { // as read just now: a settled record costs no request
+		if _, err := inputs.WriteExportsRecord(ctx, e.client, p.owner, h.record); err != nil {
+			return err
+		}
 	}
 	if !h.record.Usable() || inputs.SameExports(src.ClusterOutputs, h.record.Exports) {
 		return nil

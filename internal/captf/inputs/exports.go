@@ -51,6 +51,11 @@ func (r ExportsRecord) Usable() bool {
 	return r.Status == ExportsKept && r.Pending == "" && r.Exports != nil
 }
 
+// Equal reports whether two records say the same.
+func (r ExportsRecord) Equal(o ExportsRecord) bool {
+	return r.Status == o.Status && r.Pending == o.Pending && bytes.Equal(r.Exports, o.Exports) && (r.Exports == nil) == (o.Exports == nil)
+}
+
 // KeptExports is the record of an apply of r that succeeded: r's exports, unless they do not
 // fit the durable Secret's budget beside r itself.
 func KeptExports(r *Rendered) ExportsRecord {

@@ -48,8 +48,11 @@ func TestKeptExportsBudget(t *testing.T) {
 	rec := KeptExports(r)
 	g.Expect(rec).To(Equal(ExportsRecord{Exports: raw(`{"network_name":"n1"}`), Status: ExportsKept}))
 	g.Expect(rec.Usable()).To(BeTrue())
+	g.Expect(rec.Equal(KeptExports(r))).To(BeTrue())
 	rec.Pending = "h2:x"
 	g.Expect(rec.Usable()).To(BeFalse(), "pending")
+	g.Expect(rec.Equal(KeptExports(r))).To(BeFalse())
+	g.Expect(ExportsRecord{}.Equal(ExportsRecord{Exports: raw(``)})).To(BeFalse(), "no record is not an empty one")
 
 	// Inputs that fit the budget, whose record would not fit beside them.
 	src.ClusterOutputs = raw(`{"blob": "` + strings.Repeat("x", MaxSize*3/5) + `"}`)
