@@ -95,6 +95,13 @@ func (e *engine) holdExports(ctx context.Context, p *pass[*captfv1.TerraformMach
 	h.plan = plan
 	src.ClusterOutputs = h.record.Exports
 	p.status.PendingPlanRef = &corev1.LocalObjectReference{Name: plan.Name}
+	// The stopped apply stored its inputs as the durable ones, which a destroy runs with. When
+	// the state already records the held inputs, nothing will apply them again: store them back.
+	if held, err := inputs.Render(*src); err == nil && held.Hash == stateHash && held.Hash != p.stored.Hash {
+		if _, err := inputs.Ensure(ctx, e.client, p.owner, held); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -187,6 +187,11 @@ func TestPoolExportsHeld(t *testing.T) {
 	})
 	plan = pendingPlan(t, ns, "workers")
 	g.Expect(plan).NotTo(BeNil())
+	// The stopped apply stored its inputs; the durable ones (a destroy's) are the applied ones again.
+	g.Eventually(func() map[string]any {
+		_, _, rendered := exportsRecord(t, ns, "workers")
+		return rendered
+	}, 30*time.Second, 200*time.Millisecond).Should(HaveKeyWithValue("pool_attachment", "a2"))
 	moved := simulateMove(t, ns, "c", tmp)
 	waitFor(t, moved, 2*time.Minute, "the moved pool held again, from what moved", func(o *captfv1.TerraformMachinePool) bool {
 		return exportsHeld(o) && o.Status.PendingPlanRef != nil && provisioned(o.Status.Initialization) && o.Status.Replicas == 3
