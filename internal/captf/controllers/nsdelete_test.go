@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,11 +69,18 @@ func TestNamespaceDeletionHoldsInfrastructure(t *testing.T) {
 		}
 		return ""
 	}, time.Minute, 200*time.Millisecond).Should(ContainSubstring("CAPTF keeps Secret"))
-	// Kubernetes creates nothing in a terminating namespace: not a destroy Job, not an Event.
-	probe := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}}
-	err = env.Client.Create(ctx, probe, client.DryRunAll)
-	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "a Job in a terminating namespace: %v", err)
-	g.Expect(err.Error()).To(ContainSubstring("is being terminated"))
+	// Kubernetes creates nothing in a terminating namespace: not a destroy Job, its run Secret or
+	// lease, not an Event. Updates still pass (the hold and Retain are writes to the object).
+	for _, probe := range []client.Object{
+		&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}},
+		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}},
+		&corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}, InvolvedObject: corev1.ObjectReference{Namespace: ns, Name: "c"}},
+	} {
+		err = env.Client.Create(ctx, probe, client.DryRunAll)
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "a %T in a terminating namespace: %v", probe, err)
+		g.Expect(err.Error()).To(ContainSubstring("is being terminated"))
+	}
 
 	// The move finishes: the object is unpaused, already deleting, with no status.
 	annotate(t, tc, clusterv1.PausedAnnotation, nil)
