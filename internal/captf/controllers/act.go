@@ -32,6 +32,9 @@ import (
 // as an observation and Next is asked again; anything else is an error.
 func (r *provider[T]) act(ctx context.Context, p *pass[T]) error {
 	d := p.decision
+	if d.Finalize || d.Retain {
+		r.refusals.forget(p.owner.UID) // the object goes; nothing of it is remembered
+	}
 	switch {
 	case d.Finalize:
 		if err := r.cleanup(ctx, p); err != nil {
@@ -294,7 +297,7 @@ func (r *provider[T]) startFailed(ctx context.Context, p *pass[T], holder string
 
 // refusals remembers, per object, the newest Job the API server refused at admission, which
 // the object's next start waits on. It is kept in memory only: a restarted manager asks the
-// API server once more, which costs one refused dry run.
+// API server once more, which costs one refused dry run. A nil refusals remembers nothing.
 type refusals struct {
 	mu sync.Mutex
 	m  map[types.UID]*refusal
@@ -310,18 +313,27 @@ type refusal struct {
 func newRefusals() *refusals { return &refusals{m: map[types.UID]*refusal{}} }
 
 func (r *refusals) get(uid types.UID) *refusal {
+	if r == nil {
+		return nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.m[uid]
 }
 
 func (r *refusals) set(uid types.UID, rf *refusal) {
+	if r == nil {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.m[uid] = rf
 }
 
 func (r *refusals) forget(uid types.UID) {
+	if r == nil {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.m, uid)
