@@ -283,6 +283,15 @@ func TestOutputsCondition(t *testing.T) {
 		{"no outputs read", statusPass(nil), metav1.ConditionUnknown, captfv1.OutputsPendingReason, ""},
 		{"valid", statusPass(func(p *pass[*captfv1.TerraformCluster]) { p.outputs = &outputs.Result{} }),
 			metav1.ConditionTrue, captfv1.OutputsValidReason, ""},
+		{"a required output still null", statusPass(func(p *pass[*captfv1.TerraformCluster]) {
+			p.outputs = &outputs.Result{Problems: []outputs.Problem{{Output: "provider_id", Status: outputs.Pending, Message: "provider_id is null"}}}
+		}), metav1.ConditionUnknown, captfv1.OutputsPendingReason, "provider_id is null"},
+		{"an output of the wrong shape, worst first", statusPass(func(p *pass[*captfv1.TerraformCluster]) {
+			p.outputs = &outputs.Result{Problems: []outputs.Problem{
+				{Output: "provider_id", Status: outputs.Pending, Message: "provider_id is null"},
+				{Output: "addresses", Status: outputs.Invalid, Message: "addresses must be a list"},
+			}}
+		}), metav1.ConditionFalse, captfv1.OutputsInvalidReason, "addresses must be a list"},
 	}, outputsCondition[*captfv1.TerraformCluster])
 }
 
