@@ -57,13 +57,21 @@ func (r *provider[T]) readSavedPlan(ctx context.Context, p *pass[T], name, input
 		}
 		secrets, names = append(secrets, s), append(names, s.Name)
 	}
-	b, digest, err := savedplan.Decode(name, secrets)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errNoSavedPlan, err)
-	}
 	key, err := r.ensurePlanKey(ctx, p)
 	if err != nil {
 		return nil, err
+	}
+	// Decoding and hashing take memory in proportion to the plan: they share the bound on
+	// state decodes running at once across the manager.
+	select {
+	case r.states.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-r.states.sem }()
+	b, digest, err := savedplan.Decode(name, secrets)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errNoSavedPlan, err)
 	}
 	h, plan, err := b.Hash(key, inputsHash)
 	if err != nil {

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -50,7 +49,7 @@ func (r *run) storePlan(ctx context.Context, plan *tfjson.Plan, planPath string)
 	if err != nil {
 		return fail(err)
 	}
-	doc, err := json.Marshal(plan)
+	doc, err := savedplan.Document(plan)
 	if err != nil {
 		return fail(err)
 	}

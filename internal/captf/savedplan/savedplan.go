@@ -49,8 +49,10 @@ const (
 	MaxChunkBytes = 512 << 10
 	// MaxChunks bounds the Secrets of one saved plan (8 MiB compressed).
 	MaxChunks = 16
-	// MaxBundleBytes bounds the decompressed bundle Decode accepts.
-	MaxBundleBytes = 128 << 20
+	// MaxBundleBytes bounds the bundle (plan file and document, before compression) Encode
+	// writes and Decode accepts: the manager decodes and hashes it, and no namespace may cost the
+	// shared manager unbounded memory.
+	MaxBundleBytes = 8 << 20
 )
 
 // ErrCorrupt is returned by Decode for Secrets that do not hold a complete saved plan.
@@ -63,7 +65,7 @@ var ErrTooLarge = errors.New("saved plan too large")
 type Bundle struct {
 	// PlanFile is the file `plan -out` wrote.
 	PlanFile []byte `json:"planFile"`
-	// Plan is `show -json` of PlanFile.
+	// Plan is `show -json` of PlanFile, cut to its Document.
 	Plan json.RawMessage `json:"plan"`
 }
 
@@ -71,6 +73,16 @@ type Bundle struct {
 func (b *Bundle) PlanFileDigest() string {
 	sum := sha256.Sum256(b.PlanFile)
 	return hex.EncodeToString(sum[:])
+}
+
+// Document is the part of a plan's `show -json` a saved plan keeps: what the plan hash, the
+// destructive check and the summary read (the variables, the resource and output changes), not
+// the planned values, prior state or configuration, which OpenTofu keeps in the plan file.
+func Document(plan *tfjson.Plan) ([]byte, error) {
+	return json.Marshal(&tfjson.Plan{
+		FormatVersion: plan.FormatVersion, TerraformVersion: plan.TerraformVersion, Variables: plan.Variables,
+		ResourceChanges: plan.ResourceChanges, OutputChanges: plan.OutputChanges,
+	})
 }
 
 // Hash is the plan hash of the saved plan (planhash.Fingerprint): its changes, keyed, bound to
@@ -118,7 +130,14 @@ func Encode(b *Bundle, plan, namespace string, labels map[string]string) ([]*cor
 }
 
 func encode(b *Bundle, plan, namespace string, labels map[string]string, chunkBytes, maxChunks int) ([]*corev1.Secret, error) {
-	data, err := chunked.Gzip(func(w io.Writer) error { return json.NewEncoder(w).Encode(b) })
+	raw, err := json.Marshal(b)
+	if err != nil {
+		return nil, fmt.Errorf("savedplan: encode: %w", err)
+	}
+	if len(raw) > MaxBundleBytes {
+		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, len(raw), MaxBundleBytes)
+	}
+	data, err := chunked.Gzip(func(w io.Writer) error { _, err := w.Write(raw); return err })
 	if err != nil {
 		return nil, fmt.Errorf("savedplan: encode: %w", err)
 	}

@@ -95,6 +95,11 @@ func TestEncodeRefusesTooLarge(t *testing.T) {
 	NewWithT(t).Expect(errors.Is(err, ErrTooLarge)).To(BeTrue(), "%v", err)
 }
 
+func TestEncodeRefusesPastTheBound(t *testing.T) {
+	_, err := Encode(&Bundle{PlanFile: make([]byte, MaxBundleBytes), Plan: []byte(`{}`)}, "p", "ns", nil)
+	NewWithT(t).Expect(errors.Is(err, ErrTooLarge)).To(BeTrue(), "%v", err)
+}
+
 func TestPriorState(t *testing.T) {
 	g := NewWithT(t)
 	p, err := PriorState(planFile(t, map[string]string{
@@ -155,26 +160,33 @@ func bigPlan(b testing.TB, n int) *Bundle {
 	return &Bundle{PlanFile: planFile(b, map[string]string{"tfplan": "x", "tfstate": state}), Plan: []byte(doc)}
 }
 
-// BenchmarkManagerHash is what the manager does with a saved plan of 2,000 changes when it
-// records the plan and again before its approved apply: decode the Secrets, read the prior
-// state from the plan file, parse the plan and hash it.
+// BenchmarkManagerHash is what the manager does with a saved plan when it records the plan and
+// again before its approved apply: decode the Secrets, read the prior state from the plan file,
+// parse the plan and hash it; for 2,000 changes, and for a bundle just under MaxBundleBytes
+// (what one decode may cost the manager at most, B/op).
 func BenchmarkManagerHash(b *testing.B) {
-	secrets, err := Encode(bigPlan(b, 2000), "p", "ns", nil)
-	if err != nil {
-		b.Fatal(err)
+	for _, n := range []int{2000, 18000} {
+		b.Run(strconv.Itoa(n)+"-changes", func(b *testing.B) {
+			bundle := bigPlan(b, n)
+			secrets, err := Encode(bundle, "p", "ns", nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			key := make([]byte, 32)
+			b.ResetTimer()
+			for range b.N {
+				bundle, _, err := Decode("p", secrets)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, _, err := bundle.Hash(key, "h2:x"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(secrets)), "secrets")
+			b.ReportMetric(float64(len(bundle.Plan)+len(bundle.PlanFile)), "bundle-bytes")
+		})
 	}
-	key := make([]byte, 32)
-	b.ResetTimer()
-	for range b.N {
-		bundle, _, err := Decode("p", secrets)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, _, err := bundle.Hash(key, "h2:x"); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(len(secrets)), "secrets")
 }
 
 func TestHashBindsThePriorState(t *testing.T) {
