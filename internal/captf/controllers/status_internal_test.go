@@ -338,3 +338,42 @@ func TestReadyCountsAppliesOnlyForPools(t *testing.T) {
 		}
 	}
 }
+
+// TestDeletingCondition: a deleting object says whether it destroys (a destroy started, running
+// or due and waiting for its Job's start) or what holds it.
+func TestDeletingCondition(t *testing.T) {
+	deleting := func(f func(p *pass[*captfv1.TerraformCluster])) *pass[*captfv1.TerraformCluster] {
+		return statusPass(func(p *pass[*captfv1.TerraformCluster]) {
+			p.scope.Object.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			f(p)
+		})
+	}
+	for _, tc := range []struct {
+		name string
+		pass *pass[*captfv1.TerraformCluster]
+		msg  string
+	}{
+		{"a destroy starts", deleting(func(p *pass[*captfv1.TerraformCluster]) {
+			p.decision = decide.Decision{Op: captfv1.OperationDestroy}
+		}), "Destroying the infrastructure"},
+		{"a destroy waits for its Job's start", deleting(func(p *pass[*captfv1.TerraformCluster]) {
+			p.decision = decide.Decision{Reason: captfv1.CredentialsNotFoundReason, Wait: true, Pending: captfv1.OperationDestroy}
+		}), "Destroying the infrastructure"},
+		{"a destroy runs", deleting(func(p *pass[*captfv1.TerraformCluster]) {
+			j := job("c-destroy-1", captfv1.OperationDestroy, "")
+			p.active = &j
+			p.decision = decide.Decision{Reason: decide.ReasonJobRunning, Wait: true}
+		}), "Destroying the infrastructure"},
+		{"a lost state holds the deletion", deleting(func(p *pass[*captfv1.TerraformCluster]) {
+			p.decision = decide.Decision{Reason: captfv1.StateLostReason, Wait: true}
+		}), "Held: " + stateLostMessage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			updateStatus(tc.pass, clusterKind{})
+			c := conditions.Get(tc.pass.scope.Object, clusterv1.DeletingCondition)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect([]string{string(c.Status), c.Reason, c.Message}).To(Equal([]string{string(metav1.ConditionTrue), clusterv1.DeletingReason, tc.msg}))
+		})
+	}
+}
