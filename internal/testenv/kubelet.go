@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -239,7 +238,7 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, dir, key string, 
 		}
 	}
 	result := filepath.Join(dir, "result")
-	args := rewriteArgs(c.Args, mounts, k.env.KubeconfigPath)
+	args := rewriteArgs(c.Args, k.env.KubeconfigPath)
 	args = append(args, "--bin="+k.Tofu, "--module="+filepath.Join(dir, "module"),
 		"--workdir="+filepath.Join(dir, "work"), "--result-file="+result)
 	for _, m := range []string{"config", "credentials"} {
@@ -340,16 +339,12 @@ func (k *Kubelet) writeSecret(ctx context.Context, ns, name string, items []core
 	return nil
 }
 
-// rewriteArgs maps contract paths in a container's arguments into the Pod's folder, and points
-// the backend at the test API server instead of the in-cluster config.
-func rewriteArgs(args []string, mounts map[string]string, kubeconfig string) []string {
+// rewriteArgs points the backend at the test API server instead of the in-cluster config.
+func rewriteArgs(args []string, kubeconfig string) []string {
 	out := make([]string, 0, len(args))
 	for _, a := range args {
-		switch {
-		case a == "--backend-config=in_cluster_config=true":
+		if a == "--backend-config=in_cluster_config=true" {
 			a = "--backend-config=config_path=" + kubeconfig
-		case strings.HasPrefix(a, "--plan-key-file=/captf/plan-key/"):
-			a = "--plan-key-file=" + filepath.Join(mounts["plan-key"], strings.TrimPrefix(a, "--plan-key-file=/captf/plan-key/"))
 		}
 		out = append(out, a)
 	}
