@@ -1,7 +1,10 @@
 package controllers_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -174,4 +177,67 @@ func eventReasons(t *testing.T, ns, name string) []string {
 		}
 	}
 	return out
+}
+
+// TestApprovalRefusedWhenTheStateMovedOn: the state is written again (another serial, the same
+// resources: what a refresh leaves) between the plan and its approved apply. The plan made
+// again makes the same changes, so OpenTofu itself refuses the approved saved plan as stale:
+// nothing is applied, the approved plan fails with PlanChanged, and the new plan, made against
+// the new serial, waits for its own approval.
+func TestApprovalRefusedWhenTheStateMovedOn(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, _ := scenario(t)
+	const kind = contract.KindCluster
+	settings := map[string]any{"failure_domains": []string{"fd-a"}}
+	tc := newTerraformCluster(t, ns, "c1", func(o *captfv1.TerraformCluster) {
+		o.Spec.ApplyPolicy = captfv1.ApplyPolicyManual
+		o.Spec.Variables = vars(settings)
+	})
+	waitFor(t, tc, 2*time.Minute, "provisioned", func(o *captfv1.TerraformCluster) bool {
+		return provisioned(o.Status.Initialization) && o.Status.ActiveJob == nil
+	})
+	settings["failure_domains"] = []string{"fd-a", "fd-b"}
+	update(t, tc, func(o *captfv1.TerraformCluster) { o.Spec.Variables = vars(settings) })
+	waitFor(t, tc, 2*time.Minute, "a plan awaiting approval", func(o *captfv1.TerraformCluster) bool {
+		return o.Status.PendingPlanRef != nil && o.Status.ActiveJob == nil
+	})
+	first := &captfv1.TerraformPlan{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: tc.Status.PendingPlanRef.Name}, first)).To(Succeed())
+
+	// The state moves on: the same contents under the next serial.
+	s := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: contract.StateSecretName(contract.StateSuffix(ns, kind, "c1"))}, s)).To(Succeed())
+	zr, err := gzip.NewReader(bytes.NewReader(s.Data[contract.BackendStateKey]))
+	g.Expect(err).NotTo(HaveOccurred())
+	var st map[string]any
+	g.Expect(json.NewDecoder(zr).Decode(&st)).To(Succeed())
+	st["serial"] = st["serial"].(float64) + 1
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	g.Expect(json.NewEncoder(zw).Encode(st)).To(Succeed())
+	g.Expect(zw.Close()).To(Succeed())
+	s.Data[contract.BackendStateKey] = buf.Bytes()
+	g.Expect(env.Client.Update(ctx, s)).To(Succeed())
+	moved := int64(st["serial"].(float64))
+	g.Expect(readState(t, ns, kind, "c1").Serial).To(Equal(moved))
+
+	approve(t, first, "alice")
+	waitFor(t, tc, 2*time.Minute, "a new plan after the refusal", func(o *captfv1.TerraformCluster) bool {
+		return o.Status.PendingPlanRef != nil && o.Status.PendingPlanRef.Name != first.Name && o.Status.ActiveJob == nil
+	})
+	g.Expect(tc.Status.LastRun).NotTo(BeNil())
+	g.Expect(tc.Status.LastRun.Result).To(Equal(captfv1.RunPlanChanged))
+	g.Expect(tc.Status.LastRun.Error).NotTo(BeNil())
+	g.Expect(tc.Status.LastRun.Error.Summary).To(ContainSubstring("OpenTofu refused its saved plan as stale"))
+	g.Expect(readState(t, ns, kind, "c1").Serial).To(Equal(moved), "nothing was applied")
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(first), first)).To(Succeed())
+	g.Expect(first.Status.Phase).To(Equal(captfv1.PlanFailed))
+	second := &captfv1.TerraformPlan{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: tc.Status.PendingPlanRef.Name}, second)).To(Succeed())
+	b, _, err := savedplan.Decode(second.Name, savedPlanSecrets(t, ns, second.Name))
+	g.Expect(err).NotTo(HaveOccurred())
+	prior, err := savedplan.PriorState(b.PlanFile)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(prior.Serial).To(Equal(moved), "the new plan is bound to the new serial")
 }
