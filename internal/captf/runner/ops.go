@@ -82,11 +82,12 @@ const staleSavedPlan = "Saved plan is stale"
 // refuses the saved plan when the state has moved on since it was made. Either refusal applies
 // nothing and stores the plan just made, which needs its own approval (plan-changed).
 func (r *run) applyApproved(ctx context.Context, plan *tfjson.Plan, planPath string) *failure {
+	step := "show"
 	changed := func(why string) *failure {
 		if f := r.storePlan(ctx, plan, planPath); f != nil {
 			return f
 		}
-		return &failure{kind: runresult.KindPlanChanged, step: "show", summary: runresult.Head(
+		return &failure{kind: runresult.KindPlanChanged, step: step, summary: runresult.Head(
 			why+"; nothing was applied, and the new plan needs its own approval", runresult.MaxSummaryBytes)}
 	}
 	switch {
@@ -114,6 +115,7 @@ func (r *run) applyApproved(ctx context.Context, plan *tfjson.Plan, planPath str
 		return r.tf.Apply(ctx, tfexec.DirOrPlan(r.approved.path), r.lockTimeout())
 	})
 	if f != nil && f.kind == runresult.KindStep && strings.Contains(f.summary, staleSavedPlan) {
+		step = "apply"
 		return changed("the state changed since the approved plan " + r.o.expectPlan + " was made: OpenTofu refused its saved plan as stale")
 	}
 	return f

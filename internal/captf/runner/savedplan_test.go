@@ -224,6 +224,7 @@ func TestApprovedApply(t *testing.T) {
 		serial := f.state(ctx)["serial"]
 		o := f.run(ctx, "apply", append(f.object(ctx, "tfc-obj0-apply-2"), a.flags()...)...)
 		refused(t, f, o, serial, "OpenTofu refused its saved plan as stale")
+		NewWithT(t).Expect(o.res.Error.Step).To(Equal("apply"))
 		NewWithT(t).Expect(o.stepNames()).To(Equal([]string{"init", "validate", "plan", "show", "apply"}), "the changes were the same: OpenTofu itself refused")
 	})
 	t.Run("saved plan replaced", func(t *testing.T) {
