@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -155,8 +156,18 @@ func TestRunbook(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tc), tc)).To(Succeed())
 	g.Expect(tc.Status.LastRestoredSerial).To(Equal(ptr.To(oldest.Serial)))
 
-	// owners: strip the owner references of the backups (the manager repairs only the state
-	// itself), as a restore from an external backup would leave them.
+	// owners: strip the owner references of the backups, as a restore from an external backup
+	// would leave them, while the object is paused: the manager re-owns them itself on its next
+	// pass, but never while paused (during clusterctl move, say), which is when an operator
+	// checks and repairs them with the plugin.
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tc), tc)).To(Succeed())
+	pause := client.MergeFrom(tc.DeepCopy())
+	tc.Annotations[clusterv1.PausedAnnotation] = ""
+	g.Expect(env.Client.Patch(ctx, tc, pause)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tc), tc)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(tc.Status.Conditions, clusterv1.PausedCondition)).To(BeTrue())
+	}).WithTimeout(time.Minute).Should(Succeed())
 	var secrets corev1.SecretList
 	g.Expect(env.Client.List(ctx, &secrets, client.InNamespace(ns), client.MatchingLabels{captfv1.StateBackupLabel: "true"})).To(Succeed())
 	g.Expect(secrets.Items).NotTo(BeEmpty())
@@ -183,6 +194,10 @@ func TestRunbook(t *testing.T) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(&secrets.Items[i]), s)).To(Succeed())
 		g.Expect(s.OwnerReferences).To(ConsistOf(HaveField("UID", tc.UID)))
 	}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tc), tc)).To(Succeed())
+	unpause := client.MergeFrom(tc.DeepCopy())
+	delete(tc.Annotations, clusterv1.PausedAnnotation)
+	g.Expect(env.Client.Patch(ctx, tc, unpause)).To(Succeed())
 
 	// status -o json: the versioned shape.
 	var st struct {
