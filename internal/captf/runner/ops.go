@@ -154,10 +154,30 @@ func (r *run) reviewPlan(ctx context.Context, planPath string) (*tfjson.Plan, *f
 	return plan, nil
 }
 
+// refresh reads the real objects and records them, but only what changed: it plans
+// refresh-only and applies that plan only when OpenTofu finds something to record (a resource
+// changed or gone outside OpenTofu, an output that reads differently). A refresh that finds
+// nothing writes nothing, so the state keeps its serial and a plan waiting for approval, which
+// is bound to that serial, stays approvable while a pool refreshes its membership every minute.
+// (`apply -refresh-only` writes the state whenever its bytes differ, and OpenTofu's record of
+// check results comes out in another order on most runs: the serial moved on nearly every time.)
 func (r *run) refresh(ctx context.Context) *failure {
-	return r.run1(ctx, "refresh", func(ctx context.Context) error {
-		return r.tf.Apply(ctx, tfexec.RefreshOnly(true), r.varFile(), r.lockTimeout())
+	planPath := filepath.Join(r.o.workdir, planFileRefresh)
+	f := r.run1(ctx, "refresh", func(ctx context.Context) error {
+		found, err := r.tf.Plan(ctx, tfexec.RefreshOnly(true), tfexec.Out(planPath), r.varFile(), r.lockTimeout())
+		if err != nil {
+			return err
+		}
+		if !found {
+			r.logf("the refresh found nothing to record; the state is left as it was")
+			return nil
+		}
+		return r.tf.Apply(ctx, tfexec.DirOrPlan(planPath), r.lockTimeout())
 	})
+	if f == nil && r.res.Changes == nil {
+		r.res.Changes = &runresult.Changes{} // a refresh changes no resource
+	}
+	return f
 }
 
 // drift refreshes the state from the real objects, then plans without refreshing again: every

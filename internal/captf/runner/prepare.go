@@ -28,6 +28,7 @@ const (
 	erroredState     = "errored.tfstate" // what the runtime leaves in its working dir when it cannot save state
 	planFileApply    = "apply.tfplan"
 	planFileReview   = "plan.tfplan"
+	planFileRefresh  = "refresh.tfplan"
 	planFileApproved = "approved.tfplan" // the approved saved plan an approved apply applies
 )
 
