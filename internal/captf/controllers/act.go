@@ -74,7 +74,7 @@ func (r *provider[T]) claimLeases(ctx context.Context, p *pass[T]) error {
 			hash = b.InputsHash
 		}
 	}
-	holder := jobs.Params{Owner: p.owner, Op: string(op), InputsHash: hash, Attempt: nextAttempt(p.jobList, op, hash)}.Name()
+	holder := jobs.Params{Owner: p.owner, Op: string(op), InputsHash: hash, Attempt: nextAttempt(p.owner, p.jobList, p.planNames, op, hash)}.Name()
 	_, err := r.acquireLeases(ctx, p, holder, op)
 	return err
 }
@@ -139,7 +139,7 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 		}
 		params.SavedPlan = sp
 	}
-	params.Attempt = nextAttempt(p.jobList, d.Op, params.InputsHash)
+	params.Attempt = nextAttempt(p.owner, p.jobList, p.planNames, d.Op, params.InputsHash)
 	if err := params.Validate(); err != nil {
 		return fmt.Errorf("refusing to start a Job its runner would refuse: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/capx-io/capx/internal/captf/decide"
 	"github.com/capx-io/capx/internal/captf/jobs"
 	"github.com/capx-io/capx/internal/captf/leases"
+	"github.com/capx-io/capx/internal/captf/savedplan"
 	"github.com/capx-io/capx/internal/captf/state"
 )
 
@@ -308,9 +309,14 @@ func latest(a, b time.Time) time.Time {
 }
 
 // nextAttempt numbers a new run of an operation for an inputs hash: one past the highest run
-// number among its Jobs still listed. A pass that crashed after creating a Job it cannot see yet
-// computes the same number, so the same name, and finds it instead of starting a second one.
-func nextAttempt(list []batchv1.Job, op captfv1.Operation, hash string) int {
+// number among its Jobs still listed, and past every number whose Job would name one of the
+// object's TerraformPlans (planNames; a plan is named for the Job that made it). Jobs do not
+// survive clusterctl move, nor their history limits, but plans do: counted from the Jobs alone,
+// the numbers start again at 1 after a move, and an approved apply that plans again would store
+// its plan under the moved plan's name and never record it. A pass that crashed after creating
+// a Job it cannot see yet computes the same number from the same Jobs and plans (that Job has
+// recorded no plan), so the same name, and finds it instead of starting a second one.
+func nextAttempt(o jobs.Owner, list []batchv1.Job, planNames map[string]bool, op captfv1.Operation, hash string) int {
 	n := 0
 	for i := range list {
 		j := &list[i]
@@ -321,7 +327,11 @@ func nextAttempt(list []batchv1.Job, op captfv1.Operation, hash string) int {
 			n = a
 		}
 	}
-	return n + 1
+	n++
+	for planNames[savedplan.PlanName(o.Name, jobs.Name(o.Kind, o.Name, string(op), n, hash))] {
+		n++ // at most once per plan the object has
+	}
+	return n
 }
 
 // recordApproval moves the plan findPlan found to the Approved phase once a user approved it

@@ -114,9 +114,11 @@ type pass[T capi.Object] struct {
 	exportsHold *exportsHold
 	// watchPodless: admission refuses the running Job's Pods
 	podsRefused *podRefusal
-	// findPlan: the plan the decision weighs (pendingPlan: its TerraformPlan, if any)
+	// findPlan: the plan the decision weighs (pendingPlan: its TerraformPlan, if any), and
+	// the names of all the object's TerraformPlans (the next Job's name must not name one)
 	plan        *decide.Plan
 	pendingPlan *captfv1.TerraformPlan
+	planNames   map[string]bool
 	// countSlots
 	slots    decide.Slots
 	slotsErr error

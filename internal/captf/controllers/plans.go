@@ -76,6 +76,10 @@ func (r *provider[T]) currentPlan(ctx context.Context, p *pass[T], inputsHash st
 	if err != nil {
 		return nil, err
 	}
+	p.planNames = make(map[string]bool, len(plans))
+	for i := range plans {
+		p.planNames[plans[i].Name] = true
+	}
 	for i := range plans {
 		tp := &plans[i]
 		if tp.Spec.InputsHash != inputsHash || !planLive(tp) || planTerminal(tp) || !planFor(tp, p.owner) {

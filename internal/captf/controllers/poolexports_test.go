@@ -103,17 +103,21 @@ func exportsHeld(o *captfv1.TerraformMachinePool) bool {
 // waits for approval while the pool keeps applying with the exports of its last successful
 // apply: a scale-up goes through with the old exports and the attachment they name is not
 // replaced. The approval binds the state's serial, which the held scale-up moved on: its apply
-// plans again and the new plan is held the same way; approved, it applies the new exports. A
-// clusterctl move of a pool with a held change plans and applies nothing again.
+// plans again and the new plan is held the same way. The pool's membership refresh (every 15 s
+// here) keeps running and writes nothing, so the new plan, approved after a refresh, applies the
+// new exports. A clusterctl move of a pool with a held change plans and applies nothing again;
+// approved after the move with the state moved on, its apply plans again, that plan waits under
+// a name of its own (not the moved plan's: the Jobs that made the plans stayed behind) and,
+// approved, applies.
 func TestPoolExportsHeld(t *testing.T) {
 	g := NewWithT(t)
 	ns, _ := scenario(t)
 	tc := newTerraformCluster(t, ns, "c", func(o *captfv1.TerraformCluster) {
 		o.Spec.Variables = vars(map[string]any{"exports_extra": map[string]string{"pool_attachment": "a1"}})
 	})
-	// No membership refresh while the test runs (it moves the state's serial on as well).
+	// The shortest membership refresh interval: refreshes run between the steps below.
 	mp, tmp := newPool(t, ns, "c", "workers", 2, func(o *captfv1.TerraformMachinePool) {
-		o.Spec.MembershipRefreshIntervalSeconds = ptr.To[int32](86400)
+		o.Spec.MembershipRefreshIntervalSeconds = ptr.To[int32](15)
 	})
 	waitFor(t, tmp, 3*time.Minute, "provisioned with 2 instances and the exports recorded", func(o *captfv1.TerraformMachinePool) bool {
 		return provisioned(o.Status.Initialization) && o.Status.Replicas == 2 &&
@@ -163,6 +167,12 @@ func TestPoolExportsHeld(t *testing.T) {
 	g.Expect(plan).NotTo(BeNil())
 	g.Expect(tmp.Status.PendingPlanRef.Name).To(Equal(plan.Name))
 
+	// A membership refresh runs while the plan waits: it finds nothing to record and writes no
+	// state, so the serial the plan is bound to stays and the plan stays approvable.
+	serial := readState(t, ns, contract.KindMachinePool, "workers").Serial
+	refreshedAfter(t, ns, "workers", plan.CreationTimestamp.Time)
+	g.Expect(readState(t, ns, contract.KindMachinePool, "workers").Serial).To(Equal(serial), "the refresh wrote the state")
+
 	// Approved, the new plan applies: the attachment is replaced and the exports are current.
 	approve(t, plan, "alice")
 	waitFor(t, tmp, 3*time.Minute, "the approved exports applied", func(o *captfv1.TerraformMachinePool) bool {
@@ -203,6 +213,71 @@ func TestPoolExportsHeld(t *testing.T) {
 	g.Expect(moved.Status.PendingPlanRef.Name).To(Equal(plan.Name))
 	g.Expect(pendingPlan(t, ns, "workers").Name).To(Equal(plan.Name))
 	g.Expect(attachmentID(t, ns, "workers")).To(Equal(attachment2))
+
+	// The state moves on before the approval (as a refresh that found something would): the
+	// approved apply plans again and applies nothing. Its Job is the first apply of these inputs
+	// the moved pool can see, like the one that made the moved plan: its plan still waits under
+	// a name of its own, and applies once approved.
+	movedOn := moveStateOn(t, ns, contract.KindMachinePool, "workers")
+	approve(t, plan, "alice")
+	waitFor(t, moved, 3*time.Minute, "the moved plan planned again, the new plan held", func(o *captfv1.TerraformMachinePool) bool {
+		return exportsHeld(o) && o.Status.PendingPlanRef != nil && o.Status.PendingPlanRef.Name != plan.Name && o.Status.ActiveJob == nil
+	})
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(plan), plan)).To(Succeed())
+	g.Expect(plan.Labels[captfv1.PlanPhaseLabel]).To(Equal(string(captfv1.PlanFailed)))
+	g.Expect(readState(t, ns, contract.KindMachinePool, "workers").Serial).To(Equal(movedOn), "nothing applied the moved plan")
+	plan = pendingPlan(t, ns, "workers")
+	g.Expect(plan).NotTo(BeNil())
+	g.Expect(moved.Status.PendingPlanRef.Name).To(Equal(plan.Name))
+	approve(t, plan, "alice")
+	waitFor(t, moved, 3*time.Minute, "the approved exports applied after the move", func(o *captfv1.TerraformMachinePool) bool {
+		return hasCondition(o, captfv1.ClusterExportsCurrentCondition, metav1.ConditionTrue, captfv1.ExportsAppliedReason) &&
+			o.Status.ActiveJob == nil && o.Status.PendingPlanRef == nil
+	})
+	g.Expect(attachmentID(t, ns, "workers")).NotTo(Equal(attachment2))
+	_, kept, _ = exportsRecord(t, ns, "workers")
+	g.Expect(kept).To(HaveKeyWithValue("pool_attachment", "a3"))
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(plan), plan)).To(Succeed())
+	g.Expect(plan.Labels[captfv1.PlanPhaseLabel]).To(Equal(string(captfv1.PlanApplied)))
+}
+
+// refreshedAfter waits until a refresh Job of the pool that finished after since succeeded.
+func refreshedAfter(t *testing.T, ns, pool string, since time.Time) {
+	t.Helper()
+	NewWithT(t).Eventually(func() bool {
+		for _, j := range jobsOf(t, ns, contract.KindMachinePool, pool) {
+			if j.Labels[captfv1.OperationLabel] == string(captfv1.OperationRefresh) &&
+				j.Annotations[captfv1.BookkeptAnnotation] == string(captfv1.RunSucceeded) &&
+				j.Status.CompletionTime != nil && j.Status.CompletionTime.After(since) {
+				return true
+			}
+		}
+		return false
+	}, 2*time.Minute, 200*time.Millisecond).Should(BeTrue(), "a membership refresh succeeded after %s", since)
+}
+
+// moveStateOn writes an object's state again under the next serial, with the same contents,
+// and returns that serial.
+func moveStateOn(t *testing.T, ns, kind, name string) int64 {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: contract.StateSecretName(contract.StateSuffix(ns, kind, name))}, s)).To(Succeed())
+	zr, err := gzip.NewReader(bytes.NewReader(s.Data[contract.BackendStateKey]))
+	g.Expect(err).NotTo(HaveOccurred())
+	var st map[string]any
+	g.Expect(json.NewDecoder(zr).Decode(&st)).To(Succeed())
+	st["serial"] = st["serial"].(float64) + 1
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	g.Expect(json.NewEncoder(zw).Encode(st)).To(Succeed())
+	g.Expect(zw.Close()).To(Succeed())
+	s.Data[contract.BackendStateKey] = buf.Bytes()
+	g.Expect(env.Client.Update(ctx, s)).To(Succeed())
+	serial := int64(st["serial"].(float64))
+	g.Expect(readState(t, ns, kind, name).Serial).To(Equal(serial))
+	return serial
 }
 
 // TestPoolExportsApplyFailed: an apply of changed exports that fails midway loses the record of

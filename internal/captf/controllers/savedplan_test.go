@@ -1,10 +1,7 @@
 package controllers_test
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -206,21 +203,7 @@ func TestApprovalRefusedWhenTheStateMovedOn(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: tc.Status.PendingPlanRef.Name}, first)).To(Succeed())
 
 	// The state moves on: the same contents under the next serial.
-	s := &corev1.Secret{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: contract.StateSecretName(contract.StateSuffix(ns, kind, "c1"))}, s)).To(Succeed())
-	zr, err := gzip.NewReader(bytes.NewReader(s.Data[contract.BackendStateKey]))
-	g.Expect(err).NotTo(HaveOccurred())
-	var st map[string]any
-	g.Expect(json.NewDecoder(zr).Decode(&st)).To(Succeed())
-	st["serial"] = st["serial"].(float64) + 1
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	g.Expect(json.NewEncoder(zw).Encode(st)).To(Succeed())
-	g.Expect(zw.Close()).To(Succeed())
-	s.Data[contract.BackendStateKey] = buf.Bytes()
-	g.Expect(env.Client.Update(ctx, s)).To(Succeed())
-	moved := int64(st["serial"].(float64))
-	g.Expect(readState(t, ns, kind, "c1").Serial).To(Equal(moved))
+	moved := moveStateOn(t, ns, kind, "c1")
 
 	approve(t, first, "alice")
 	waitFor(t, tc, 2*time.Minute, "a new plan after the refusal", func(o *captfv1.TerraformCluster) bool {

@@ -209,6 +209,12 @@ func TestRefreshes(t *testing.T) {
 		{"a pool's membership is refreshed at its interval", with(applied(), func(i *Input) {
 			i.MembershipInterval, i.LastRefresh = time.Minute, t0.Add(-2*time.Minute)
 		}), Decision{Op: captfv1.OperationRefresh, Reason: ReasonMembershipRefresh}},
+		// CAPI matches the pool's Nodes by its instances, and an approval may take days; a
+		// refresh that finds nothing writes no state, so the plan's serial stays (runner).
+		{"a held pool's membership is refreshed while its plan waits for approval", with(applied(), func(i *Input) {
+			i.MembershipInterval, i.LastRefresh = time.Minute, t0.Add(-2*time.Minute)
+			i.Plan = &Plan{Name: "p", PlanHash: "p2:x", Reason: captfv1.PlanReasonDestructive}
+		}), Decision{Op: captfv1.OperationRefresh, Reason: ReasonMembershipRefresh}},
 	})
 }
 
