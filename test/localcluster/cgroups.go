@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -31,6 +33,11 @@ func hierarchies() ([]string, error) {
 	return out, nil
 }
 
+// clusterCPUShares is the cpu.shares of a cluster's cgroup root: as much as four busy host
+// threads per CPU, so the pods keep most of a loaded machine without taking it from the
+// cluster's own daemons (which run on the host, outside it).
+func clusterCPUShares() int { return 4 * 1024 * runtime.NumCPU() }
+
 // createCgroups creates the cluster's cgroup root in every hierarchy: the kubelet refuses a
 // cgroupRoot that does not exist, and a root of its own keeps two clusters' kubepods apart.
 func createCgroups(l layout) error {
@@ -42,6 +49,15 @@ func createCgroups(l layout) error {
 		dir := filepath.Join(h, strings.TrimPrefix(cgroupRoot(l), "/"))
 		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("cgroup %s: %w", dir, err)
+		}
+		// In cgroup v1 a child cgroup competes with every task of its parent as one task: the
+		// whole cluster's pods would weigh as much as one thread of the API server, etcd or a
+		// go test on the host, and starve under load (probes time out, the kubelet restarts
+		// healthy managers). The cluster's root weighs as much as clusterCPUShares tasks.
+		if exists(filepath.Join(dir, "cpu.shares")) {
+			if err := os.WriteFile(filepath.Join(dir, "cpu.shares"), []byte(strconv.Itoa(clusterCPUShares())), 0o644); err != nil {
+				return fmt.Errorf("cgroup %s/cpu.shares: %w", dir, err)
+			}
 		}
 		// A new cpuset cgroup starts with no CPUs and no memory nodes: no task could join it.
 		if filepath.Base(h) == "cpuset" {

@@ -117,8 +117,10 @@ func withLocalImages(b []byte, imgs *images.LocalSet) []byte {
 // localizeManager points the manager container of the components' only Deployment at a local
 // image, which is imported, never pulled, and gives its probes 5 s instead of 1 s: on a local
 // cluster it shares two cores with OpenTofu Jobs and builds, and a probe that times out three
-// times restarts it (with its webhooks, so API calls fail meanwhile). config/local does the same
-// for the capx manager.
+// times restarts it (with its webhooks, so API calls fail meanwhile). It also requests 500m of
+// CPU: without a request it is a BestEffort pod, which the kubelet gives the smallest CPU share
+// (2 against a module Job's 256), and the Jobs starve it until its probes time out.
+// config/local does the same for the capx manager.
 func localizeManager(m Manifest, image string) error {
 	for _, o := range m {
 		if o.GetKind() != "Deployment" {
@@ -132,6 +134,9 @@ func localizeManager(m Manifest, image string) error {
 			}
 			c["image"] = image
 			c["imagePullPolicy"] = "IfNotPresent"
+			if err := unstructured.SetNestedField(c, "500m", "resources", "requests", "cpu"); err != nil {
+				return err
+			}
 			for probe, failures := range map[string]int64{"livenessProbe": 6, "readinessProbe": 3} {
 				if p, ok := c[probe].(map[string]any); ok {
 					p["timeoutSeconds"] = int64(5)

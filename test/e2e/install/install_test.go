@@ -196,6 +196,8 @@ spec:
 	g.Expect(container["imagePullPolicy"]).To(Equal("IfNotPresent"))
 	g.Expect(container["livenessProbe"]).To(HaveKeyWithValue("timeoutSeconds", int64(5)))
 	g.Expect(container["livenessProbe"]).To(HaveKeyWithValue("failureThreshold", int64(6)))
+	cpu, _, _ := unstructured.NestedString(container, "resources", "requests", "cpu")
+	g.Expect(cpu).To(Equal("500m"), "a BestEffort manager is starved by the Jobs")
 	g.Expect(localizeManager(mustParse(t, "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n"), "x")).NotTo(Succeed())
 }
 
