@@ -70,7 +70,11 @@ func TestClusterctlMove(t *testing.T) {
 	before := map[captfObject]*state.Snapshot{}
 	step(t, "wait for the source to settle", func() {
 		// The TerraformCluster re-applies once with control_plane_initialized; then nothing runs.
-		eventually(t, 4*time.Minute, func(g Gomega) {
+		// Idle once is not settled: between CAPI initializing the control plane and the
+		// TerraformCluster starting that re-apply, every object looks applied and idle. Settled
+		// is the same applied states 15 s apart, with no Job in between.
+		idle := func(g Gomega) map[captfObject]*state.Snapshot {
+			snaps := map[captfObject]*state.Snapshot{}
 			for _, o := range objs {
 				ws, provisioned, _ := workspaceOf(g, ctx, a, ns, o)
 				g.Expect(provisioned).To(BeTrue(), "%s %s", o.Kind, o.Name)
@@ -79,11 +83,19 @@ func TestClusterctlMove(t *testing.T) {
 				}
 				snap := readState(g, ctx, a, ns, o)
 				g.Expect(snap.InputsHash).To(Equal(ws.AppliedInputsHash), "%s %s applied its current inputs", o.Kind, o.Name)
+				snaps[o] = snap
 			}
-		}, "every object applied and idle")
-		for _, o := range objs {
-			before[o] = readState(g, ctx, a, ns, o)
+			return snaps
 		}
+		eventually(t, 4*time.Minute, func(g Gomega) {
+			first := idle(g)
+			time.Sleep(15 * time.Second)
+			now := idle(g)
+			for _, o := range objs {
+				g.Expect(appliedOf(now[o])).To(Equal(appliedOf(first[o])), "%s %s applied again", o.Kind, o.Name)
+			}
+			before = now
+		}, "every object applied and idle for 15 s")
 	})
 
 	b := target()

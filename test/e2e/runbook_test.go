@@ -16,6 +16,10 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -122,6 +126,25 @@ func TestCAPTFRunbook(t *testing.T) {
 	})
 
 	step(t, "owners check finds stripped owner references; owners repair fixes them", func() {
+		// The manager re-owns backups itself, but never while paused (clusterctl move pauses
+		// the Cluster): that is when the owner references a restore or a move left broken are
+		// the operator's to check and repair.
+		cluster := &clusterv1.Cluster{}
+		g.Expect(m.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cluster)).To(Succeed())
+		pause := client.MergeFrom(cluster.DeepCopy())
+		cluster.Spec.Paused = ptr.To(true)
+		g.Expect(m.Client.Patch(ctx, cluster, pause)).To(Succeed())
+		eventually(t, time.Minute, func(g Gomega) {
+			for _, list := range []client.ObjectList{&captfv1.TerraformClusterList{}, &captfv1.TerraformMachineList{}, &captfv1.TerraformMachinePoolList{}} {
+				g.Expect(m.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+				g.Expect(meta.EachListItem(list, func(o runtime.Object) error {
+					c, ok := o.(interface{ GetConditions() []metav1.Condition })
+					g.Expect(ok).To(BeTrue())
+					g.Expect(meta.IsStatusConditionTrue(c.GetConditions(), clusterv1.PausedCondition)).To(BeTrue(), "%T paused", o)
+					return nil
+				})).To(Succeed())
+			}
+		}, "every CAPTF object of the cluster paused")
 		var secrets corev1.SecretList
 		g.Expect(m.Client.List(ctx, &secrets, client.InNamespace(ns), client.MatchingLabels{captfv1.StateBackupLabel: "true"})).To(Succeed())
 		g.Expect(secrets.Items).NotTo(BeEmpty())
@@ -135,6 +158,10 @@ func TestCAPTFRunbook(t *testing.T) {
 		g.Expect(strings.Count(out, "BROKEN")).To(BeNumerically(">=", len(secrets.Items)))
 		captf(0, "owners", "repair", name, "--yes")
 		captf(0, "owners", "check", name)
+		g.Expect(m.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cluster)).To(Succeed())
+		unpause := client.MergeFrom(cluster.DeepCopy())
+		cluster.Spec.Paused = nil
+		g.Expect(m.Client.Patch(ctx, cluster, unpause)).To(Succeed())
 	})
 }
 
