@@ -442,7 +442,7 @@ func (r *provider[T]) findDependents(ctx context.Context, p *pass[T]) error {
 // itself: the garbage collector and the namespace controller may not
 // (config/admission/captf-state-protection.yaml).
 func (r *provider[T]) cleanup(ctx context.Context, p *pass[T]) error {
-	if err := state.Delete(ctx, r.client, p.owner.Namespace, p.owner.StateSuffix()); err != nil {
+	if err := state.Delete(ctx, r.client, r.reader, p.owner.Namespace, p.owner.StateSuffix()); err != nil {
 		return err
 	}
 	if err := state.DeleteBackups(ctx, r.client, r.reader, p.owner.Namespace, p.owner.StateSuffix()); err != nil {
@@ -463,7 +463,7 @@ func (r *provider[T]) cleanup(ctx context.Context, p *pass[T]) error {
 // reference and are labelled with the object's UID, so nothing is garbage-collected and a new
 // object of the same name does not silently take them over.
 func (r *provider[T]) retain(ctx context.Context, p *pass[T]) error {
-	if err := state.Retain(ctx, r.client, p.owner.Namespace, p.owner.StateSuffix(), p.owner.UID, inputs.SecretName(p.owner)); err != nil {
+	if err := state.Retain(ctx, r.client, r.reader, p.owner.Namespace, p.owner.StateSuffix(), p.owner.UID, inputs.SecretName(p.owner)); err != nil {
 		return err
 	}
 	s := &corev1.Secret{}

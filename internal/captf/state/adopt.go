@@ -65,9 +65,9 @@ func Adopt(ctx context.Context, c client.Client, namespace, suffix string, owner
 
 // Delete deletes the state chunks of suffix and its lock Lease, after a successful destroy.
 // Secrets that carry the backend's labels without a chunk name are left alone. Already gone
-// is success.
-func Delete(ctx context.Context, c client.Client, namespace, suffix string) error {
-	chunks, err := listChunkMeta(ctx, c, namespace, suffix)
+// is success. It lists from live, so no chunk a cache had not seen yet is left behind.
+func Delete(ctx context.Context, c client.Client, live client.Reader, namespace, suffix string) error {
+	chunks, err := listChunkMeta(ctx, live, namespace, suffix)
 	if err != nil {
 		return err
 	}

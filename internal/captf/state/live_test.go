@@ -457,7 +457,7 @@ func TestRetainLive(t *testing.T) {
 	all := append([]string{inputs.Name, backup}, snap.Chunks...)
 
 	for range 2 { // idempotent
-		g.Expect(Retain(ctx, e.Client, ns, f.Suffix, ref.UID, inputs.Name)).To(Succeed())
+		g.Expect(Retain(ctx, e.Client, e.Client, ns, f.Suffix, ref.UID, inputs.Name)).To(Succeed())
 		for _, n := range all {
 			s := getSecret(t, ns, n)
 			g.Expect(s.OwnerReferences).To(BeEmpty(), n)
@@ -486,7 +486,7 @@ func TestRetainLive(t *testing.T) {
 		}
 	}
 	// Retain and adopt without an inputs Secret, or with one that does not exist.
-	g.Expect(Retain(ctx, e.Client, ns, f.Suffix, types.UID("u"), "")).To(Succeed())
+	g.Expect(Retain(ctx, e.Client, e.Client, ns, f.Suffix, types.UID("u"), "")).To(Succeed())
 	g.Expect(AdoptRetained(ctx, e.Client, ns, f.Suffix, next, "absent")).To(Succeed())
 }
 
@@ -503,7 +503,7 @@ func TestDeleteLive(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 
 	for range 2 { // gone is success
-		g.Expect(Delete(ctx, e.Client, ns, f.Suffix)).To(Succeed())
+		g.Expect(Delete(ctx, e.Client, e.Client, ns, f.Suffix)).To(Succeed())
 	}
 	_, err = Read(ctx, e.Client, ns, f.Suffix)
 	g.Expect(Reason(err)).To(Equal(captfv1.StateInconsistentReason), "only the stray copy is left")

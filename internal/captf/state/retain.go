@@ -17,9 +17,10 @@ import (
 // deletionPolicy Retain: the state chunks, the backups and the durable inputs Secret named
 // inputsSecret ("" for none) lose their owner references to uid, so the garbage collector leaves
 // them, and are labelled captf.io/retained-from-uid=<uid>, so a later object of the same name
-// (same suffix) finds them. Idempotent.
-func Retain(ctx context.Context, c client.Client, namespace, suffix string, uid types.UID, inputsSecret string) error {
-	objs, err := retainable(ctx, c, namespace, suffix, inputsSecret)
+// (same suffix) finds them. Idempotent. It lists from live (the API server, not a cache): a
+// chunk a cache had not seen yet would keep its owner reference and go with the object.
+func Retain(ctx context.Context, c client.Client, live client.Reader, namespace, suffix string, uid types.UID, inputsSecret string) error {
+	objs, err := retainable(ctx, live, namespace, suffix, inputsSecret)
 	if err != nil {
 		return err
 	}
@@ -44,7 +45,7 @@ func AdoptRetained(ctx context.Context, c client.Client, namespace, suffix strin
 }
 
 // retainable lists the metadata of everything Retain and AdoptRetained touch.
-func retainable(ctx context.Context, c client.Client, namespace, suffix, inputsSecret string) ([]metav1.PartialObjectMetadata, error) {
+func retainable(ctx context.Context, c client.Reader, namespace, suffix, inputsSecret string) ([]metav1.PartialObjectMetadata, error) {
 	objs, err := listChunkMeta(ctx, c, namespace, suffix)
 	if err != nil {
 		return nil, err
