@@ -41,6 +41,20 @@ func plansOf(t *testing.T, ns string) []captfv1.TerraformPlan {
 	return list.Items
 }
 
+// newManualCluster creates TerraformCluster c1 under applyPolicy Manual with settings as its
+// variables, and waits until its first apply, which needs no approval, provisioned it.
+func newManualCluster(t *testing.T, ns string, settings map[string]any) *captfv1.TerraformCluster {
+	t.Helper()
+	tc := newTerraformCluster(t, ns, "c1", func(o *captfv1.TerraformCluster) {
+		o.Spec.ApplyPolicy = captfv1.ApplyPolicyManual
+		o.Spec.Variables = vars(settings)
+	})
+	waitFor(t, tc, 2*time.Minute, "provisioned without approval", func(o *captfv1.TerraformCluster) bool {
+		return provisioned(o.Status.Initialization) && o.Status.ActiveJob == nil
+	})
+	return tc
+}
+
 // TestManualApplyPolicy: under applyPolicy Manual the first apply runs at once; a change runs a
 // plan Job and waits as a Pending TerraformPlan (reason Manual) with
 // ApplyJobSucceeded=Unknown/PlanAwaitingApproval, applying nothing until a real user approves
@@ -52,13 +66,7 @@ func TestManualApplyPolicy(t *testing.T) {
 	const kind = contract.KindCluster
 	settings := map[string]any{"failure_domains": []string{"fd-a", "fd-b"}}
 
-	tc := newTerraformCluster(t, ns, "c1", func(o *captfv1.TerraformCluster) {
-		o.Spec.ApplyPolicy = captfv1.ApplyPolicyManual
-		o.Spec.Variables = vars(settings)
-	})
-	waitFor(t, tc, 2*time.Minute, "provisioned without approval", func(o *captfv1.TerraformCluster) bool {
-		return provisioned(o.Status.Initialization) && o.Status.ActiveJob == nil
-	})
+	tc := newManualCluster(t, ns, settings)
 	g.Expect(plansOf(t, ns)).To(BeEmpty(), "the first apply needs no plan")
 
 	// A change is planned and waits.

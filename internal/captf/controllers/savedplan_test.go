@@ -55,13 +55,7 @@ func TestApprovalAppliesTheSavedPlan(t *testing.T) {
 	ns, _ := scenario(t)
 	const kind = contract.KindCluster
 	settings := map[string]any{"failure_domains": []string{"fd-a"}}
-	tc := newTerraformCluster(t, ns, "c1", func(o *captfv1.TerraformCluster) {
-		o.Spec.ApplyPolicy = captfv1.ApplyPolicyManual
-		o.Spec.Variables = vars(settings)
-	})
-	waitFor(t, tc, 2*time.Minute, "provisioned", func(o *captfv1.TerraformCluster) bool {
-		return provisioned(o.Status.Initialization) && o.Status.ActiveJob == nil
-	})
+	tc := newManualCluster(t, ns, settings)
 	pending := func(not string) *captfv1.TerraformPlan {
 		t.Helper()
 		waitFor(t, tc, 2*time.Minute, "a plan awaiting approval", func(o *captfv1.TerraformCluster) bool {
@@ -187,13 +181,7 @@ func TestApprovalRefusedWhenTheStateMovedOn(t *testing.T) {
 	ns, _ := scenario(t)
 	const kind = contract.KindCluster
 	settings := map[string]any{"failure_domains": []string{"fd-a"}}
-	tc := newTerraformCluster(t, ns, "c1", func(o *captfv1.TerraformCluster) {
-		o.Spec.ApplyPolicy = captfv1.ApplyPolicyManual
-		o.Spec.Variables = vars(settings)
-	})
-	waitFor(t, tc, 2*time.Minute, "provisioned", func(o *captfv1.TerraformCluster) bool {
-		return provisioned(o.Status.Initialization) && o.Status.ActiveJob == nil
-	})
+	tc := newManualCluster(t, ns, settings)
 	settings["failure_domains"] = []string{"fd-a", "fd-b"}
 	update(t, tc, func(o *captfv1.TerraformCluster) { o.Spec.Variables = vars(settings) })
 	waitFor(t, tc, 2*time.Minute, "a plan awaiting approval", func(o *captfv1.TerraformCluster) bool {
