@@ -36,9 +36,11 @@ func (r *provider[T]) repairKept(ctx context.Context, p *pass[T]) error {
 
 // repairPlanKey makes the object the controller of its plan key again when the key names an
 // earlier object of the same kind and name (or no owner). A key controlled by anything else is
-// left alone. It writes nothing when the reference is right.
+// left alone. It writes nothing when the reference is right. It reads and patches the key's
+// metadata only (the manager's Secret cache holds no data), never the key itself.
 func (r *provider[T]) repairPlanKey(ctx context.Context, p *pass[T]) error {
-	s := &corev1.Secret{}
+	s := &metav1.PartialObjectMetadata{}
+	s.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	err := r.client.Get(ctx, client.ObjectKey{Namespace: p.owner.Namespace, Name: planKeyName(p.owner)}, s)
 	if apierrors.IsNotFound(err) {
 		return nil
