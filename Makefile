@@ -37,7 +37,7 @@ build: ## Build every binary into bin/ (static, version-stamped).
 
 .PHONY: test
 test: toolchain ## Run every test (unit, envtest, real OpenTofu); builds the toolchain first if missing.
-	go test $(GO_TEST_FLAGS) ./...
+	bash hack/gotest.sh $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-race
 test-race: toolchain ## The tests with the race detector.
@@ -73,7 +73,7 @@ E2E_CLUSTERS := e2e-a e2e-b
 .PHONY: e2e
 e2e: ## Run the end-to-end suites on real local management clusters (root; builds what is missing).
 	bash hack/toolchain.sh all
-	@rc=0; go test -tags e2e -count=1 -p 1 -timeout 60m -v $(GO_TEST_FLAGS) ./test/... || rc=$$?; \
+	@rc=0; bash hack/gotest.sh -tags e2e -count=1 -p 1 -timeout 60m -v $(GO_TEST_FLAGS) ./test/... || rc=$$?; \
 	for c in $(E2E_CLUSTERS); do bash hack/cluster down --name $$c >/dev/null 2>&1 || rc=1; done; \
 	if [[ $$rc -ne 0 ]]; then echo "e2e failed: artifacts in _artifacts/e2e/<suite>/ (docs/e2e.md)"; fi; exit $$rc
 

@@ -48,6 +48,10 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 	}
 	if o.Namespace != "" {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{o.Namespace: {}}
+		if o.DestroyNamespace != "" && o.Runs(ProviderCAPTF) {
+			// The copies that destroy for objects deleted with their namespace live there.
+			cacheOpts.DefaultNamespaces[o.DestroyNamespace] = cache.Config{}
+		}
 	}
 	// Secrets are read live, never from an informer holding their data; the metadata of managed
 	// Secrets is cached (their watch brings objects back when a state changes).
@@ -87,7 +91,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 			Engine: captfcontrollers.EngineOptions{
 				RunnerImage: o.RunnerImage, StateBackups: o.StateBackups, DriftInterval: o.DriftInterval,
 				MaxActiveJobs: o.MaxActiveJobs, ClusterMaxActiveJobs: o.ClusterMaxActiveJobs,
-				ClusterOperationGate: o.ClusterOperationGate,
+				ClusterOperationGate: o.ClusterOperationGate, DestroyNamespace: o.DestroyNamespace,
 			},
 		}); err != nil {
 			return nil, fmt.Errorf("set up CAPTF controllers: %w", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Providers the manager can run.
@@ -47,11 +48,15 @@ type Options struct {
 	MaxActiveJobs        int
 	ClusterMaxActiveJobs int
 	ClusterOperationGate bool
+	DestroyNamespace     string
 
 	// SkipControllerNameValidation lets several managers run one after another in one process,
 	// as tests do (controller-runtime refuses a controller name it saw before). No flag sets it.
 	SkipControllerNameValidation bool
 }
+
+// DefaultDestroyNamespace is where objects deleted with their namespace are destroyed.
+const DefaultDestroyNamespace = "capx-captf-destroy"
 
 // concurrencyKinds are the kinds with a --<kind>-concurrency flag.
 var concurrencyKinds = []string{
@@ -77,6 +82,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.Int("state-backups", 5, "Complete state backups kept per CAPTF object; 0 takes no new backups (existing ones stay restorable).")
 	fs.Duration("drift-interval", 30*time.Minute, "Default interval between CAPTF drift checks; 0 disables drift checks unless an object sets its own.")
 	fs.Bool("cluster-operation-gate", true, "Serialise a TerraformCluster's applies with its machines' and pools' Jobs through a per-cluster Lease.")
+	fs.String("destroy-namespace", DefaultDestroyNamespace, "Namespace where the manager destroys, as copies, the infrastructure of CAPTF objects deleted with their namespace (Kubernetes creates nothing in a namespace being deleted); created when first needed. Empty: no destroy elsewhere, such a deletion holds the namespace until the object is set to deletionPolicy Retain.")
 	fs.Int("max-active-jobs", 200, "Cap on CAPTF Jobs running at once across the manager; 0 means no cap.")
 	fs.Int("cluster-max-active-jobs", 20, "Cap on CAPTF Jobs running at once per Cluster, unless its TerraformCluster sets spec.maxActiveJobs; 0 means no cap.")
 	for _, k := range concurrencyKinds {
@@ -108,6 +114,7 @@ func Load(v *viper.Viper) (*Options, error) {
 		MaxActiveJobs:            v.GetInt("max-active-jobs"),
 		ClusterMaxActiveJobs:     v.GetInt("cluster-max-active-jobs"),
 		ClusterOperationGate:     v.GetBool("cluster-operation-gate"),
+		DestroyNamespace:         v.GetString("destroy-namespace"),
 	}
 	for _, k := range concurrencyKinds {
 		o.Concurrency[k] = v.GetInt(k + "-concurrency")
@@ -144,6 +151,11 @@ func (o *Options) validate() error {
 	for name, n := range map[string]int{"--state-backups": o.StateBackups, "--max-active-jobs": o.MaxActiveJobs, "--cluster-max-active-jobs": o.ClusterMaxActiveJobs} {
 		if n < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative", name))
+		}
+	}
+	if o.DestroyNamespace != "" {
+		if msgs := validation.IsDNS1123Label(o.DestroyNamespace); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--destroy-namespace=%q is not a namespace name: %s", o.DestroyNamespace, strings.Join(msgs, "; ")))
 		}
 	}
 	if o.DriftInterval < 0 {

@@ -24,6 +24,15 @@ const (
 	StateBackupSuffixLabel = "captf.io/state-backup-suffix"
 	// RetainedFromUIDLabel marks state kept by deletionPolicy Retain.
 	RetainedFromUIDLabel = "captf.io/retained-from-uid"
+	// CredentialsLabel marks a credentials Secret a CAPTF object ran a Job with: the garbage
+	// collector and the namespace controller may not delete it while it is labelled
+	// (config/admission/captf-state-protection.yaml), so a destroy after the namespace's deletion
+	// still has it. The manager removes the label once no CAPTF object in the namespace names the
+	// Secret any more.
+	CredentialsLabel = "captf.io/credentials"
+	// DestroyForUIDLabel on a copy of a CAPTF object in the destroy namespace is the UID of the
+	// object whose infrastructure the copy destroys (its own namespace is being deleted).
+	DestroyForUIDLabel = "captf.io/destroy-for-uid"
 	// LeaseLabel marks a run or cluster lease.
 	LeaseLabel = "captf.io/lease"
 	// PlanPhaseLabel mirrors a TerraformPlan's phase (it survives clusterctl move, status does not).
@@ -44,6 +53,15 @@ const (
 	// captf.io/retained-from-uid label), makes a new object of the same name take that state,
 	// its backups and durable inputs over instead of holding on them.
 	AdoptRetainedStateAnnotation = "captf.io/adopt-retained-state"
+	// DestroyForAnnotation on a copy in the destroy namespace is the kind, namespace and name of
+	// the object it destroys for ("TerraformCluster team-a/prod"); the object is reconciled when
+	// its copy changes.
+	DestroyForAnnotation = "captf.io/destroy-for"
+	// DestroyedElsewhereAnnotation on a CAPTF object whose namespace is being deleted is the
+	// destroy namespace, name and UID of the copy it handed its destroy to
+	// ("capx-captf-destroy/prod-1a2b3c4d 5f0e..."): once that copy is gone and left no state, the
+	// infrastructure is destroyed and the object lets its finalizer go.
+	DestroyedElsewhereAnnotation = "captf.io/destroyed-elsewhere"
 	// EndpointSourceAnnotation records whether the endpoint came from the user or the module.
 	EndpointSourceAnnotation = "captf.io/endpoint-source"
 	// BookkeptAnnotation marks a finished Job whose result was recorded.

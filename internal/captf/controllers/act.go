@@ -52,6 +52,8 @@ func (r *provider[T]) act(ctx context.Context, p *pass[T]) error {
 		p.done = true
 	case d.ClaimLeases:
 		return r.claimLeases(ctx, p)
+	case d.Relocate:
+		return r.relocate(ctx, p)
 	case d.CheckStart:
 		return fmt.Errorf("%s was decided without checking what its start needs", d.Op)
 	case d.Starts():
@@ -152,6 +154,9 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 		return nil
 	}
 	if err := r.ensureLockAccess(ctx, p); err != nil {
+		return r.startFailed(ctx, p, name, err)
+	}
+	if err := r.protectCredentials(ctx, p, params.CredentialsSecret); err != nil {
 		return r.startFailed(ctx, p, name, err)
 	}
 	// The durable inputs are what a destroy runs with: an apply may change the infrastructure,
@@ -456,6 +461,9 @@ func (r *provider[T]) cleanup(ctx context.Context, p *pass[T]) error {
 			return err
 		}
 	}
+	if err := r.releaseCredentials(ctx, p); err != nil {
+		return err
+	}
 	return r.releaseLeases(ctx, p, "")
 }
 
@@ -469,6 +477,9 @@ func (r *provider[T]) retain(ctx context.Context, p *pass[T]) error {
 	s := &corev1.Secret{}
 	s.Namespace, s.Name = p.owner.Namespace, planKeyName(p.owner)
 	if err := r.client.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	if err := r.releaseCredentials(ctx, p); err != nil {
 		return err
 	}
 	return r.releaseLeases(ctx, p, "")

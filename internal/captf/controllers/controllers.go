@@ -57,8 +57,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	// a state changed (stateCache); other Secrets are read live when needed.
 	owned := func(kind string) func(b *builder.Builder) *builder.Builder {
 		return func(b *builder.Builder) *builder.Builder {
+			// A copy destroying elsewhere (nsdelete.go) brings back the object it destroys for.
 			return b.Owns(&batchv1.Job{}).Owns(&captfv1.TerraformPlan{}).
-				WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(stateOwner(kind)))
+				WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(stateOwner(kind))).
+				Watches(objectOf(kind), handler.EnqueueRequestsFromMapFunc(toOriginal(kind)))
 		}
 	}
 	// Machines and pools wait for their TerraformCluster: its provisioning (and new exports)

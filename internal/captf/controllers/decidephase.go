@@ -55,6 +55,7 @@ func (r *provider[T]) input(p *pass[T]) decide.Input {
 		Deleting:               !p.scope.Object.GetDeletionTimestamp().IsZero(),
 		DeletionPolicy:         p.spec.DeletionPolicy,
 		DependentsExist:        len(p.dependents) > 0,
+		Terminating:            p.terminating,
 		ActiveJob:              p.active != nil,
 		State:                  stateView(p),
 		EverApplied:            ptr.Deref(p.init.Provisioned, false) || (p.stored != nil && p.stored.Applied) || len(p.backups) > 0,

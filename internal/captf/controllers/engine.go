@@ -47,6 +47,9 @@ type EngineOptions struct {
 	ClusterMaxActiveJobs int
 	// ClusterOperationGate serialises a cluster's applies with its machines' and pools' Jobs.
 	ClusterOperationGate bool
+	// DestroyNamespace is where objects deleted with their namespace are destroyed, as copies
+	// ("": nowhere; their deletion holds). See nsdelete.go.
+	DestroyNamespace string
 }
 
 // kind is what differs between TerraformCluster, TerraformMachine and TerraformMachinePool.
@@ -138,6 +141,11 @@ type pass[T capi.Object] struct {
 	blockMove *bool
 	// dependents (clusters, while deleting)
 	dependents []string
+	// observeNamespace (deleting): the namespace is being deleted, the copy that destroys
+	// elsewhere (nil: none yet) and the text of a hold
+	terminating *decide.Terminating
+	destroyCopy client.Object
+	nsHold      string
 
 	// act (deleting): the finalizer may go
 	done bool

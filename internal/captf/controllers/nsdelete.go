@@ -3,28 +3,44 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/captf/contract"
+	"github.com/capx-io/capx/internal/captf/decide"
+	"github.com/capx-io/capx/internal/captf/inputs"
+	"github.com/capx-io/capx/internal/captf/jobs"
+	"github.com/capx-io/capx/internal/captf/state"
 )
 
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create
 
-// holdInTerminatingNamespace holds the deletion of an object whose namespace is being deleted
-// while its state still records resources. The NamespaceLifecycle admission plugin refuses to
-// create anything in a terminating namespace (the destroy Job, its run Secret, its leases, even
-// Events), so no destroy can run there; letting the finalizer go would leak the infrastructure.
-// The state, its backups and the durable inputs stay (the garbage collector and the namespace
-// controller may not delete them: config/admission/captf-state-protection.yaml), and so does
-// the namespace, until the object is set to deletionPolicy Retain. The hold reads as an
-// unreadable state (StateReadable=False/NamespaceTerminating): nothing runs on it.
-func (r *provider[T]) holdInTerminatingNamespace(ctx context.Context, p *pass[T]) error {
-	if p.scope.Object.GetDeletionTimestamp().IsZero() || p.snap == nil || p.snap.Resources == 0 ||
-		p.spec.DeletionPolicy == captfv1.DeletionPolicyRetain {
+// Deleting a namespace deletes everything in it, and the NamespaceLifecycle admission plugin
+// refuses to create anything in it from then on: no destroy Job, run Secret, Lease or Event. So
+// the destroy of an object deleted with its namespace runs elsewhere: a copy of the object in
+// the manager's destroy namespace (--destroy-namespace), with copies of its state, durable
+// inputs and credentials owned by the copy, is deleted there and destroys like any deleted
+// object. Once the copy is gone and left no state, the object deletes its own Secrets and lets
+// its finalizer go, and the namespace goes. Until then the state, backups, durable inputs and
+// credentials stay: the garbage collector and the namespace controller may not delete them
+// (config/admission/captf-state-protection.yaml). decide.Next makes every choice; this file
+// observes (observeNamespace) and carries out a Relocate decision (relocate).
+
+// observeNamespace (deleting objects whose state records resources) records whether the
+// namespace is being deleted and, when a destroy namespace is configured, how far the copy that
+// destroys elsewhere has got.
+func (r *provider[T]) observeNamespace(ctx context.Context, p *pass[T]) error {
+	if p.snap == nil || p.snap.Resources == 0 || p.spec.DeletionPolicy == captfv1.DeletionPolicyRetain {
 		return nil
 	}
 	ns := &corev1.Namespace{}
@@ -34,30 +50,293 @@ func (r *provider[T]) holdInTerminatingNamespace(ctx context.Context, p *pass[T]
 	if ns.DeletionTimestamp.IsZero() && ns.Status.Phase != corev1.NamespaceTerminating {
 		return nil
 	}
-	hold := &namespaceTerminatingError{namespace: ns.Name, kind: p.owner.Kind, name: p.owner.Name, resources: p.snap.Resources}
-	p.stateErr, p.snap = hold, nil
-	// An Event in the object's namespace would be refused like everything else; the Namespace's
-	// own Events (kubectl describe namespace) are where the person deleting it looks.
-	r.recorder.Eventf(ns, corev1.EventTypeWarning, "InfrastructureHeld", "%s %s: %s", p.owner.Kind, p.owner.Name, hold.Error())
-	ctrl.LoggerFrom(ctx).Info("Holding a deletion in a terminating namespace", "resources", hold.resources)
+	p.terminating = &decide.Terminating{Elsewhere: r.opts.DestroyNamespace != ""}
+	if !p.terminating.Elsewhere {
+		p.nsHold = fmt.Sprintf("namespace %s is being deleted, and Kubernetes creates nothing in it any more, so no destroy Job can "+
+			"run for the %d resources the state records, and the manager runs with --destroy-namespace=\"\" (no destroy elsewhere). ",
+			ns.Name, p.snap.Resources) + r.holdAdvice(p)
+		r.namespaceEvent(ns, p, corev1.EventTypeWarning, "InfrastructureHeld", p.nsHold)
+		return nil
+	}
+	phase, err := r.copyPhase(ctx, p)
+	if err != nil {
+		return err
+	}
+	p.terminating.Copy = phase
+	p.nsHold = fmt.Sprintf("Namespace %s is being deleted and creates nothing, so the %d resources the state records are destroyed by a copy "+
+		"of this object in namespace %s (kubectl get %s %s -n %s); this object goes once the copy has destroyed everything",
+		ns.Name, p.snap.Resources, r.opts.DestroyNamespace, kubectlResource(p.owner.Kind), copyName(p.owner), r.opts.DestroyNamespace)
+	if phase == decide.CopyLeftState {
+		p.nsHold = fmt.Sprintf("namespace %s is being deleted; the copy %s that destroyed this object's infrastructure in namespace %s "+
+			"is gone, but its state still records resources (its finalizer was removed by hand, or it was set to deletionPolicy Retain): "+
+			"they are not destroyed. Its state Secrets are kept in %s (kubectl get secrets -n %s -l %s=%s). ",
+			ns.Name, copyName(p.owner), r.opts.DestroyNamespace, r.opts.DestroyNamespace, r.opts.DestroyNamespace,
+			contract.BackendSuffixLabel, copySuffix(r.opts.DestroyNamespace, p.owner)) + r.holdAdvice(p)
+		r.namespaceEvent(ns, p, corev1.EventTypeWarning, "InfrastructureHeld", p.nsHold)
+	}
 	return nil
 }
 
-// namespaceTerminatingError is the hold of holdInTerminatingNamespace; its text says what to do.
-type namespaceTerminatingError struct {
-	namespace, kind, name string
-	resources             int
+// holdAdvice says how to let a held namespace go without destroying, and how to destroy later.
+func (r *provider[T]) holdAdvice(p *pass[T]) string {
+	return fmt.Sprintf("The state, its backups and the durable inputs are kept, and the namespace stays Terminating, so nothing is leaked. "+
+		"To let the namespace go, save CAPTF's Secrets (kubectl get secrets -n %s -l %s=true -o yaml > captf-secrets.yaml) and set "+
+		"deletionPolicy Retain (kubectl patch %s %s -n %s --type merge -p '{\"spec\":{\"deletionPolicy\":\"Retain\"}}'); the namespace "+
+		"deletion then deletes them. To destroy the infrastructure afterwards, restore them into the re-created namespace with the "+
+		"object and delete it again (docs/captf/deletion.md, Deleting the namespace)",
+		p.owner.Namespace, captfv1.ManagedLabel, kubectlResource(p.owner.Kind), p.owner.Name, p.owner.Namespace)
 }
 
-func (e *namespaceTerminatingError) Error() string {
-	return fmt.Sprintf("namespace %s is being deleted, and Kubernetes creates nothing in it any more, so no destroy Job can run "+
-		"for the %d resources the state records. The state, its backups and the durable inputs are kept, and the namespace "+
-		"stays Terminating, so nothing is leaked. To let the namespace go, save CAPTF's Secrets "+
-		"(kubectl get secrets -n %s -l %s=true -o yaml > captf-secrets.yaml) and set deletionPolicy Retain "+
-		"(kubectl patch %s %s -n %s --type merge -p '{\"spec\":{\"deletionPolicy\":\"Retain\"}}'); the namespace deletion "+
-		"then deletes them. To destroy the infrastructure afterwards, restore them into the re-created namespace with the "+
-		"object and delete it again (docs/captf/deletion.md, Deleting the namespace)",
-		e.namespace, e.resources, e.namespace, captfv1.ManagedLabel, kubectlResource(e.kind), e.name, e.namespace)
+// namespaceEvent records an Event on the Namespace: one in the object's namespace would be
+// refused like everything else, and the Namespace's Events (kubectl describe namespace) are
+// where the person deleting it looks.
+func (r *provider[T]) namespaceEvent(ns *corev1.Namespace, p *pass[T], typ, reason, msg string) {
+	r.recorder.Eventf(ns, typ, reason, "%s %s: %s", p.owner.Kind, p.owner.Name, msg)
+}
+
+// copyPhase finds the object's copy in the destroy namespace.
+func (r *provider[T]) copyPhase(ctx context.Context, p *pass[T]) (decide.CopyPhase, error) {
+	dest := r.opts.DestroyNamespace
+	cp := p.scope.Object.DeepCopyObject().(T)
+	err := r.reader.Get(ctx, client.ObjectKey{Namespace: dest, Name: copyName(p.owner)}, cp)
+	switch {
+	case err == nil:
+		if uid := cp.GetLabels()[captfv1.DestroyForUIDLabel]; uid != string(p.owner.UID) {
+			return 0, fmt.Errorf("namespace %s holds a %s %s that is not this object's copy (label %s=%q): "+
+				"rename or delete it so the destroy can be handed over", dest, p.owner.Kind, cp.GetName(), captfv1.DestroyForUIDLabel, uid)
+		}
+		p.destroyCopy = cp
+		if cp.GetDeletionTimestamp().IsZero() || hasPausedAnnotation(cp) {
+			return decide.CopyPending, nil
+		}
+		return decide.CopyDestroying, nil
+	case !apierrors.IsNotFound(err):
+		return 0, fmt.Errorf("get the copy %s/%s: %w", dest, copyName(p.owner), err)
+	case p.scope.Object.GetAnnotations()[captfv1.DestroyedElsewhereAnnotation] == "":
+		return decide.CopyNone, nil
+	}
+	// Handed over, and the copy is gone: it went through its finalizer, which deletes its state
+	// after a destroy left nothing; a state left behind means it went without destroying.
+	snap, err := state.Read(ctx, r.reader, dest, copySuffix(dest, p.owner))
+	switch {
+	case err == nil && snap.Resources == 0, state.Reason(err) == captfv1.StateNotFoundReason:
+		return decide.CopyDone, nil
+	case err == nil, state.Reason(err) != "":
+		return decide.CopyLeftState, nil
+	}
+	return 0, err
+}
+
+// relocate hands the destroy to a copy of the object in the destroy namespace, one idempotent
+// step after the other (a pass that stops half-way is finished by the next): the namespace, the
+// copy (created paused, with the finalizer, so nothing runs on it yet), the Secrets it destroys
+// with (owned by it), the record of the hand-over on the object, the copy's deletion, and last
+// its unpausing, which starts its destroy.
+func (r *provider[T]) relocate(ctx context.Context, p *pass[T]) error {
+	dest := r.opts.DestroyNamespace
+	if err := r.ensureDestroyNamespace(ctx, dest); err != nil {
+		return err
+	}
+	cp := p.destroyCopy
+	if cp == nil {
+		cp = r.newCopy(p)
+		if err := r.client.Create(ctx, cp); apierrors.IsAlreadyExists(err) {
+			if err := r.reader.Get(ctx, client.ObjectKeyFromObject(cp), cp); err != nil {
+				return err
+			}
+		} else if err != nil {
+			return fmt.Errorf("create the copy %s/%s that destroys elsewhere: %w", dest, cp.GetName(), err)
+		}
+	}
+	if err := r.copySecrets(ctx, p, cp); err != nil {
+		return err
+	}
+	record := dest + "/" + cp.GetName() + " " + string(cp.GetUID())
+	if p.scope.Object.GetAnnotations()[captfv1.DestroyedElsewhereAnnotation] != record {
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, captfv1.DestroyedElsewhereAnnotation, record)
+		if err := r.client.Patch(ctx, p.scope.Object, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			return fmt.Errorf("record the destroy elsewhere on the object: %w", err)
+		}
+	}
+	if cp.GetDeletionTimestamp().IsZero() {
+		if err := r.client.Delete(ctx, cp); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete the copy %s/%s: %w", dest, cp.GetName(), err)
+		}
+	}
+	if hasPausedAnnotation(cp) {
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, clusterv1.PausedAnnotation)
+		if err := r.client.Patch(ctx, cp, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("unpause the copy %s/%s: %w", dest, cp.GetName(), err)
+		}
+	}
+	msg := fmt.Sprintf("namespace %s is being deleted and creates nothing, so the %d resources the state records are destroyed by a copy: "+
+		"%s %s in namespace %s (kubectl get %s %s -n %s); this object goes once the copy has destroyed everything",
+		p.owner.Namespace, p.snap.Resources, p.owner.Kind, cp.GetName(), dest, kubectlResource(p.owner.Kind), cp.GetName(), dest)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.owner.Namespace}}
+	r.namespaceEvent(ns, p, corev1.EventTypeNormal, "DestroyingElsewhere", msg)
+	r.recorder.Event(cp, corev1.EventTypeNormal, "DestroyingElsewhere", "Destroying for "+cp.GetAnnotations()[captfv1.DestroyForAnnotation])
+	ctrl.LoggerFrom(ctx).Info("Handed the destroy to a copy in the destroy namespace", "copy", klog.KRef(dest, cp.GetName()))
+	return nil
+}
+
+// ensureDestroyNamespace creates the destroy namespace when it does not exist.
+func (r *provider[T]) ensureDestroyNamespace(ctx context.Context, name string) error {
+	ns := &corev1.Namespace{}
+	err := r.reader.Get(ctx, client.ObjectKey{Name: name}, ns)
+	switch {
+	case apierrors.IsNotFound(err):
+		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{captfv1.ManagedLabel: "true"}}}
+		if err := r.client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create the destroy namespace %s: %w", name, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("get the destroy namespace %s: %w", name, err)
+	case !ns.DeletionTimestamp.IsZero():
+		return fmt.Errorf("the destroy namespace %s (--destroy-namespace) is being deleted itself; the destroy is handed over once it is gone", name)
+	}
+	return nil
+}
+
+// newCopy is the copy of the object that destroys in the destroy namespace: the same spec, with
+// the credentials and the Jobs policy it resolved (a machine's or pool's may come from its
+// TerraformCluster, which stays behind), deletionPolicy Delete, the finalizer, and paused until
+// relocate hands it over. It keeps no owner (it has no Cluster there) and no label but the
+// watch filter's.
+func (r *provider[T]) newCopy(p *pass[T]) T {
+	cp := p.scope.Object.DeepCopyObject().(T)
+	cp.SetNamespace(r.opts.DestroyNamespace)
+	cp.SetName(copyName(p.owner))
+	cp.SetUID("")
+	cp.SetResourceVersion("")
+	cp.SetGeneration(0)
+	cp.SetCreationTimestamp(metav1.Time{})
+	cp.SetDeletionTimestamp(nil)
+	cp.SetDeletionGracePeriodSeconds(nil)
+	cp.SetManagedFields(nil)
+	cp.SetOwnerReferences(nil)
+	cp.SetFinalizers([]string{finalizerOf(p.owner.Kind)})
+	labels := map[string]string{captfv1.DestroyForUIDLabel: string(p.owner.UID)}
+	if v, ok := p.scope.Object.GetLabels()[clusterv1.WatchLabel]; ok {
+		labels[clusterv1.WatchLabel] = v
+	}
+	cp.SetLabels(labels)
+	cp.SetAnnotations(map[string]string{
+		clusterv1.PausedAnnotation:   "",
+		captfv1.DestroyForAnnotation: p.owner.Kind + " " + p.owner.Namespace + "/" + p.owner.Name,
+	})
+	spec, status, init := r.kind.workspace(cp)
+	*status, *init = captfv1.WorkspaceStatus{}, captfv1.InitializationStatus{}
+	spec.DeletionPolicy = captfv1.DeletionPolicyDestroy
+	spec.CredentialsRef = nil
+	if r.credentialsSecret(p) != "" {
+		spec.CredentialsRef = &corev1.LocalObjectReference{Name: copyCredentialsName(p.owner)}
+	}
+	spec.Jobs = p.policy.Spec()
+	spec.Jobs.ServiceAccountName = "" // a ServiceAccount of its own stays behind: the runner's is made there
+	return cp
+}
+
+// copySecrets gives the copy what its destroy needs, owned by it: the state, the durable
+// inputs and the credentials.
+func (r *provider[T]) copySecrets(ctx context.Context, p *pass[T], cp client.Object) error {
+	dest := r.opts.DestroyNamespace
+	to, err := jobs.OwnerOf(cp, "")
+	if err != nil {
+		return err
+	}
+	ref, err := state.OwnerReference(cp, r.client.Scheme())
+	if err != nil {
+		return err
+	}
+	if _, err := state.Copy(ctx, r.client, r.reader, p.owner.Namespace, p.owner.StateSuffix(), dest, to.StateSuffix(), to.MoveLabels(), ref); err != nil {
+		return err
+	}
+	if err := r.copySecret(ctx, p.owner.Namespace, inputs.SecretName(p.owner), dest, inputs.SecretName(to), to.MoveLabels(), ref, true); err != nil {
+		return err
+	}
+	if name := r.credentialsSecret(p); name != "" {
+		// A missing one is not copied: the copy reports CredentialsNotFound for the name it
+		// expects in the destroy namespace, where it can be created.
+		return r.copySecret(ctx, p.owner.Namespace, name, dest, copyCredentialsName(p.owner), to.Labels(), ref, false)
+	}
+	return nil
+}
+
+// copySecret copies a Secret's data (and, with meta, its annotations) under a new name, owned
+// by owner. An existing copy is kept.
+func (r *provider[T]) copySecret(ctx context.Context, ns, name, toNs, toName string, labels map[string]string, owner metav1.OwnerReference, meta bool) error {
+	src := &corev1.Secret{}
+	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, src); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	dst := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: toNs, Name: toName, Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}},
+		Type:       src.Type, Data: src.Data,
+	}
+	if meta {
+		dst.Annotations = src.Annotations
+	}
+	if err := r.client.Create(ctx, dst); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("copy Secret %s/%s to %s/%s: %w", ns, name, toNs, toName, err)
+	}
+	return nil
+}
+
+// copyName is the name of the object's copy in the destroy namespace: its name and the start of
+// its UID, so that objects of the same name from different namespaces do not meet there.
+func copyName(o jobs.Owner) string {
+	return inputs.BoundedName(o.Name + "-" + strings.ReplaceAll(string(o.UID), "-", "")[:8])
+}
+
+// copySuffix is the state suffix of the object's copy.
+func copySuffix(dest string, o jobs.Owner) string {
+	return contract.StateSuffix(dest, o.Kind, copyName(o))
+}
+
+// copyCredentialsName is the copy's credentials Secret.
+func copyCredentialsName(o jobs.Owner) string {
+	return inputs.BoundedName("captf-credentials-" + contract.KindShort(o.Kind) + "-" + copyName(o))
+}
+
+// objectOf is an empty object of a CAPTF kind.
+func objectOf(kind string) client.Object {
+	switch kind {
+	case contract.KindCluster:
+		return &captfv1.TerraformCluster{}
+	case contract.KindMachine:
+		return &captfv1.TerraformMachine{}
+	}
+	return &captfv1.TerraformMachinePool{}
+}
+
+// finalizerOf is the finalizer of a CAPTF kind.
+func finalizerOf(kind string) string {
+	switch kind {
+	case contract.KindCluster:
+		return captfv1.TerraformClusterFinalizer
+	case contract.KindMachine:
+		return captfv1.TerraformMachineFinalizer
+	}
+	return captfv1.TerraformMachinePoolFinalizer
+}
+
+func hasPausedAnnotation(o client.Object) bool {
+	_, ok := o.GetAnnotations()[clusterv1.PausedAnnotation]
+	return ok
+}
+
+// toOriginal maps a copy in the destroy namespace to the object it destroys for, so the
+// object learns at once that its copy is gone.
+func toOriginal(kind string) func(context.Context, client.Object) []reconcile.Request {
+	return func(_ context.Context, o client.Object) []reconcile.Request {
+		k, ref, ok := strings.Cut(o.GetAnnotations()[captfv1.DestroyForAnnotation], " ")
+		ns, name, ok2 := strings.Cut(ref, "/")
+		if !ok || !ok2 || k != kind {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}}}
+	}
 }
 
 // kubectlResource is the resource name kubectl takes for a CAPTF kind.
@@ -70,3 +349,6 @@ func kubectlResource(kind string) string {
 	}
 	return "terraformmachinepool"
 }
+
+// The copies that destroy elsewhere are created and deleted by the manager.
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=terraformclusters;terraformmachines;terraformmachinepools,verbs=create;delete

@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -22,15 +23,17 @@ import (
 	"github.com/capx-io/capx/internal/captf/jobs"
 )
 
-// TestNamespaceDeletionHoldsInfrastructure is the seed's leak closed: a TerraformCluster moved
-// by clusterctl (no status, not reconciled yet in its new home) whose namespace is deleted.
+// TestNamespaceDeletionHoldsInfrastructure is the seed's leak closed when the manager has no
+// destroy namespace (--destroy-namespace=""): a TerraformCluster moved by clusterctl (no
+// status, not reconciled yet in its new home) whose namespace is deleted.
 // kube-controller-manager's namespace controller deletes everything in the namespace; the
 // state, backups and durable inputs stay (the captf-state-protection admission policy), so
-// the object does not look never applied: it holds its deletion with
-// StateReadable=False/NamespaceTerminating, says why and what to do (its Deleting condition,
-// an Event on the Namespace), starts no destroy (Kubernetes refuses every create in the
-// namespace), and the namespace waits. Set to deletionPolicy Retain, the object and then the
-// namespace go; restored into the re-created namespace with the object, the destroy runs.
+// the object does not look never applied: it holds its deletion (NamespaceTerminating), says
+// why and what to do (its Deleting condition, an Event on the Namespace), starts no destroy
+// (Kubernetes refuses every create in the namespace), and the namespace waits. Set to
+// deletionPolicy Retain, the object and then the namespace go; restored into the re-created
+// namespace with the object, the destroy runs. TestNamespaceDeletionDestroysElsewhere is the
+// default: the destroy runs by itself.
 func TestNamespaceDeletionHoldsInfrastructure(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -86,8 +89,7 @@ func TestNamespaceDeletionHoldsInfrastructure(t *testing.T) {
 	annotate(t, tc, clusterv1.PausedAnnotation, nil)
 	waitFor(t, tc, time.Minute, "holding its deletion", func(o *captfv1.TerraformCluster) bool {
 		d := conditions.Get(o, clusterv1.DeletingCondition)
-		return hasCondition(o, captfv1.StateReadableCondition, metav1.ConditionFalse, captfv1.NamespaceTerminatingReason) &&
-			d != nil && strings.HasPrefix(d.Message, "Held: namespace "+ns+" is being deleted")
+		return d != nil && strings.HasPrefix(d.Message, "Held: namespace "+ns+" is being deleted")
 	})
 	g.Expect(describe(tc)).To(ContainSubstring("deletionPolicy Retain"), "the condition says what to do")
 	g.Eventually(func() []string {
@@ -151,3 +153,108 @@ func TestNamespaceDeletionHoldsInfrastructure(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestNamespaceDeletionDestroysElsewhere: the namespace of an applied, moved TerraformCluster (no
+// status) is deleted. Nothing can be created in it any more, so the manager hands the destroy to
+// a copy of the object in its destroy namespace, which it creates: copies of the state, durable
+// inputs and credentials (kept from the namespace controller by the captf-state-protection
+// policy) go with it. The copy's destroy Job destroys every resource the state records, the
+// copy goes, the object lets its finalizer go, and the namespace and everything in it go;
+// nothing of the copy is left in the destroy namespace.
+func TestNamespaceDeletionDestroysElsewhere(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	dest := fmt.Sprintf("destroy-%d", time.Now().UnixNano()%1e9)
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: dest}}) })
+	ns, kubelet := scenario(t, "--destroy-namespace="+dest)
+	elsewhere := env.StartKubeletIn(t, dest, moduleImages)
+
+	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cloud"}, Data: map[string][]byte{"TOKEN": []byte("s3cret")}}
+	create(t, creds)
+	tc := newTerraformCluster(t, ns, "c", func(o *captfv1.TerraformCluster) {
+		o.Spec.CredentialsRef = &corev1.LocalObjectReference{Name: "cloud"}
+	})
+	waitFor(t, tc, 2*time.Minute, "provisioned", func(o *captfv1.TerraformCluster) bool { return provisioned(o.Status.Initialization) })
+	applied := readState(t, ns, contract.KindCluster, "c")
+	g.Expect(applied.Resources).To(BeNumerically(">", 0))
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(creds), creds)).To(Succeed())
+	g.Expect(creds.Labels).To(HaveKeyWithValue(captfv1.CredentialsLabel, "true"), "the credentials a Job ran with are protected")
+
+	// As after clusterctl move: paused, no status; then the namespace is deleted and the move
+	// finishes (unpaused, already deleting).
+	annotate(t, tc, clusterv1.PausedAnnotation, ptrTo(""))
+	waitFor(t, tc, time.Minute, "paused", func(o *captfv1.TerraformCluster) bool { return conditions.IsTrue(o, clusterv1.PausedCondition) })
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tc), tc)).To(Succeed())
+	tc.Status = captfv1.TerraformClusterStatus{}
+	g.Expect(env.Client.Status().Update(ctx, tc)).To(Succeed())
+	namespace := &corev1.Namespace{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: ns}, namespace)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, namespace)).To(Succeed())
+	gone(t, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}, time.Minute)
+	annotate(t, tc, clusterv1.PausedAnnotation, nil)
+
+	// The copy destroys: its Job runs in the destroy namespace, with the copied credentials.
+	var job batchv1.Job
+	g.Eventually(func() bool {
+		list := &batchv1.JobList{}
+		_ = env.Client.List(ctx, list, client.InNamespace(dest))
+		for _, j := range list.Items {
+			if j.Labels[captfv1.OperationLabel] == string(captfv1.OperationDestroy) {
+				job = j
+				return true
+			}
+		}
+		return false
+	}, 2*time.Minute, 200*time.Millisecond).Should(BeTrue(), func() string {
+		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(tc), tc)
+		copies := &captfv1.TerraformClusterList{}
+		_ = env.Client.List(ctx, copies, client.InNamespace(dest))
+		msg := "a destroy Job in " + dest + "; the object: " + describe(tc)
+		for i := range copies.Items {
+			msg += "\ncopy " + copies.Items[i].Name + ": " + describe(&copies.Items[i])
+		}
+		return msg
+	})
+	g.Expect(job.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", HavePrefix("captf-credentials-c-c-"))))
+
+	gone(t, tc, 3*time.Minute)
+	gone(t, namespace, 3*time.Minute)
+	g.Expect(elsewhere.Log.String()).To(MatchRegexp(`Destroy complete! Resources: [1-9][0-9]* destroyed`), "what the state recorded was destroyed")
+	g.Expect(kubelet.Log.String()).NotTo(ContainSubstring("-destroy-"), "nothing ran in the terminating namespace")
+
+	// The hand-over is on the Namespace's Events, and nothing of the copy is left.
+	g.Expect(namespaceEvents(t, ns)).To(ContainElement(HavePrefix("DestroyingElsewhere: TerraformCluster c: namespace " + ns + " is being deleted")))
+	g.Eventually(func() []string {
+		var left []string
+		secrets := &corev1.SecretList{}
+		_ = env.Client.List(ctx, secrets, client.InNamespace(dest))
+		for _, s := range secrets.Items {
+			if s.Type != corev1.SecretTypeServiceAccountToken {
+				left = append(left, s.Name)
+			}
+		}
+		copies := &captfv1.TerraformClusterList{}
+		_ = env.Client.List(ctx, copies, client.InNamespace(dest))
+		for _, c := range copies.Items {
+			left = append(left, "TerraformCluster "+c.Name)
+		}
+		return left
+	}, time.Minute, 200*time.Millisecond).Should(BeEmpty(), "what is left in the destroy namespace")
+}
+
+// namespaceEvents are the reasons and messages of the Events about a Namespace (they live in
+// the default namespace).
+func namespaceEvents(t *testing.T, ns string) []string {
+	t.Helper()
+	list := &corev1.EventList{}
+	if err := env.Client.List(context.Background(), list, client.InNamespace(metav1.NamespaceDefault)); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == "Namespace" && e.InvolvedObject.Name == ns {
+			out = append(out, e.Reason+": "+e.Message)
+		}
+	}
+	return out
+}

@@ -65,8 +65,10 @@ func (r *provider[T]) ReconcileDelete(ctx context.Context, s *reconcileScope[T])
 		r.bookkeep,
 		r.trackActiveJob,
 		whileIdle(
-			r.findDependents, // observe: a cluster's machines and pools, destroyed first
+			r.findDependents,   // observe: a cluster's machines and pools, destroyed first
+			r.ensureRunnerRBAC, // housekeeping: a copy destroying elsewhere has none yet (nsdelete.go)
 			r.readState,
+			r.observeNamespace, // observe: a namespace being deleted, and the copy that destroys elsewhere
 			r.adoptRetainedState,
 			r.repairOwners,
 			r.backups, // observe: the backups (a held deletion may restore one)

@@ -35,7 +35,16 @@ func runnerLabels() map[string]string {
 // runner account are reset. Objects found without the labels (created by hand, or by an older
 // manager) get them, so the next pass finds them in the cache instead of trying to create them
 // again. A Job that names its own ServiceAccount needs none of this (see checkServiceAccount).
+//
+// In a namespace being deleted nothing can be created and no Job runs: nothing is kept there.
 func (r *provider[T]) ensureRunnerRBAC(ctx context.Context, p *pass[T]) error {
+	if err := r.keepRunnerRBAC(ctx, p); !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		return err
+	}
+	return nil
+}
+
+func (r *provider[T]) keepRunnerRBAC(ctx context.Context, p *pass[T]) error {
 	if p.policy.ServiceAccountName != "" && p.policy.ServiceAccountName != runnerServiceAccount {
 		return nil
 	}

@@ -48,7 +48,7 @@ func (r *provider[T]) readState(ctx context.Context, p *pass[T]) error {
 	if err := r.checkLock(ctx, p); err != nil {
 		return err
 	}
-	return r.holdInTerminatingNamespace(ctx, p)
+	return nil
 }
 
 // repairOwners makes the object the owner of its backups and plan key (repairKept) and of an
@@ -137,12 +137,9 @@ func (e *lockedError) Error() string {
 func reasonOf(err error) string {
 	var re *retainedError
 	var le *lockedError
-	var ne *namespaceTerminatingError
 	switch {
 	case errors.As(err, &re):
 		return captfv1.RetainedStateFoundReason
-	case errors.As(err, &ne):
-		return captfv1.NamespaceTerminatingReason
 	case errors.As(err, &le):
 		return captfv1.StateLockedReason
 	}

@@ -74,7 +74,9 @@ func updateStatus[T capi.Object](p *pass[T], k kind[T]) {
 	case p.decision.Reason == captfv1.StateTooLargeReason, p.decision.Reason == captfv1.StateNotPersistedReason:
 		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, "Held: "+notPersistedMessage(p))
 	case p.decision.Reason == captfv1.NamespaceTerminatingReason:
-		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, "Held: "+errText(p.stateErr))
+		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, "Held: "+p.nsHold)
+	case p.decision.Reason == captfv1.DestroyingElsewhereReason:
+		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, p.nsHold)
 	}
 	k.setStatus(p)
 	setReady(p, k.readyCountsApplies())

@@ -55,7 +55,9 @@ func startManager(t testing.TB, flags ...string) *testenv.Kubelet {
 func startManagerIn(t testing.TB, namespace string, flags ...string) *testenv.Kubelet {
 	t.Helper()
 	kubelet := env.StartKubeletIn(t, namespace, moduleImages)
-	mgrtest.Start(t, env, append([]string{"--providers=captf", "--drift-interval=0", "--namespace=" + namespace}, flags...)...)
+	// No destroy namespace unless a test names its own: managers of tests running in parallel
+	// would share the default one.
+	mgrtest.Start(t, env, append([]string{"--providers=captf", "--drift-interval=0", "--namespace=" + namespace, "--destroy-namespace="}, flags...)...)
 	return kubelet
 }
 

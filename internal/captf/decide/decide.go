@@ -30,6 +30,9 @@ type Input struct {
 	DeletionPolicy captfv1.DeletionPolicy
 	// DependentsExist is true while a deleting cluster still has machines or pools.
 	DependentsExist bool
+	// Terminating is set while the object's namespace is being deleted: Kubernetes then creates
+	// nothing in it (no Job, run Secret or Lease), so a destroy can only run elsewhere.
+	Terminating *Terminating
 
 	// ActiveJob is true while one of the object's Jobs runs. Nothing else is observed then: the
 	// state may be written under the Job's feet.
@@ -229,31 +232,63 @@ type Decision struct {
 	// mutating operation waiting for its members holds the cluster lease, so members that
 	// would start later wait for it (writers are preferred).
 	ClaimLeases bool
+	// Relocate asks act to hand the destroy to a copy of the object in the destroy namespace
+	// (Terminating): create the copy, copy the state, durable inputs and credentials to it, and
+	// delete it there.
+	Relocate bool
 }
+
+// Terminating is what a deleting object in a terminating namespace knows of its destroy
+// elsewhere: a copy of the object in the destroy namespace (--destroy-namespace), deleted there
+// with copies of its state and inputs, destroys the infrastructure.
+type Terminating struct {
+	// Elsewhere is true when a destroy namespace is configured.
+	Elsewhere bool
+	// Copy is how far the copy has got.
+	Copy CopyPhase
+}
+
+// CopyPhase is the progress of the copy that destroys elsewhere.
+type CopyPhase int
+
+const (
+	// CopyNone: no copy exists and none was handed the destroy yet.
+	CopyNone CopyPhase = iota
+	// CopyPending: the copy exists but is not handed over yet (its Secrets, its deletion).
+	CopyPending
+	// CopyDestroying: the copy is deleted and destroys.
+	CopyDestroying
+	// CopyDone: the copy is gone and left no state behind: the destroy finished.
+	CopyDone
+	// CopyLeftState: the copy is gone but its state still records resources (its finalizer
+	// was removed by hand, or it was set to Retain).
+	CopyLeftState
+)
 
 // Starts reports whether act starts Op's Job on this decision.
 func (d Decision) Starts() bool { return d.Op != "" && !d.CheckStart && !d.Wait }
 
 // Scheduling reasons (a condition reason is used wherever one exists).
 const (
-	ReasonNoState           = "NoState"
-	ReasonStateWithoutHash  = "StateWithoutInputsHash"
-	ReasonInputsChanged     = "InputsChanged"
-	ReasonRetry             = "RetryAfterFailure"
-	ReasonDriftRemediation  = "DriftRemediation"
-	ReasonApproved          = "PlanApproved"
-	ReasonRestoreRequested  = "RestoreRequested"
-	ReasonDestroy           = "Destroy"
-	ReasonNothingToDestroy  = "NothingToDestroy"
-	ReasonRetain            = "Retain"
-	ReasonJobRunning        = "JobRunning"
-	ReasonDriftDue          = "DriftCheckDue"
-	ReasonHealthPending     = "HealthPending"
-	ReasonMembershipRefresh = "MembershipRefresh"
-	ReasonUpToDate          = "UpToDate"
-	ReasonPaused            = "Paused"
-	ReasonStateLost         = captfv1.StateLostReason
-	ReasonDurableInputsGone = captfv1.DurableInputsMissingReason
+	ReasonNoState            = "NoState"
+	ReasonStateWithoutHash   = "StateWithoutInputsHash"
+	ReasonInputsChanged      = "InputsChanged"
+	ReasonRetry              = "RetryAfterFailure"
+	ReasonDriftRemediation   = "DriftRemediation"
+	ReasonApproved           = "PlanApproved"
+	ReasonRestoreRequested   = "RestoreRequested"
+	ReasonDestroy            = "Destroy"
+	ReasonNothingToDestroy   = "NothingToDestroy"
+	ReasonDestroyedElsewhere = "DestroyedElsewhere"
+	ReasonRetain             = "Retain"
+	ReasonJobRunning         = "JobRunning"
+	ReasonDriftDue           = "DriftCheckDue"
+	ReasonHealthPending      = "HealthPending"
+	ReasonMembershipRefresh  = "MembershipRefresh"
+	ReasonUpToDate           = "UpToDate"
+	ReasonPaused             = "Paused"
+	ReasonStateLost          = captfv1.StateLostReason
+	ReasonDurableInputsGone  = captfv1.DurableInputsMissingReason
 )
 
 // Timings.
@@ -399,6 +434,8 @@ func nextDeleting(in Input) Decision {
 		return Decision{Reason: in.NotPersisted, Wait: true, RequeueAfter: heldRecheck}
 	case in.State.Unreadable != "":
 		return Decision{Reason: in.State.Unreadable, Wait: true, RequeueAfter: heldRecheck}
+	case in.Terminating != nil && in.State.Present && in.State.Resources > 0:
+		return elsewhere(*in.Terminating)
 	case !in.State.Present && in.EverApplied:
 		return Decision{Reason: ReasonStateLost, Wait: true, RequeueAfter: heldRecheck}
 	case !in.State.Present, in.State.Resources == 0:
@@ -419,6 +456,24 @@ func nextDeleting(in Input) Decision {
 		return Decision{Reason: captfv1.WaitingForJobSlotReason, Wait: true, RequeueAfter: slotRecheck}
 	}
 	return Decision{Op: captfv1.OperationDestroy, Reason: ReasonDestroy}
+}
+
+// elsewhere decides the destroy of an object whose namespace is being deleted: nothing can run
+// in that namespace, so a copy of the object destroys in the destroy namespace; the object lets
+// its finalizer go once the copy left nothing behind. Without a destroy namespace, or when the
+// copy went without destroying, the deletion holds (and the namespace with it).
+func elsewhere(t Terminating) Decision {
+	switch {
+	case !t.Elsewhere:
+		return Decision{Reason: captfv1.NamespaceTerminatingReason, Wait: true, RequeueAfter: heldRecheck}
+	case t.Copy == CopyNone, t.Copy == CopyPending:
+		return Decision{Reason: captfv1.DestroyingElsewhereReason, Relocate: true}
+	case t.Copy == CopyDestroying:
+		return Decision{Reason: captfv1.DestroyingElsewhereReason, Wait: true, RequeueAfter: heldRecheck}
+	case t.Copy == CopyDone:
+		return Decision{Reason: ReasonDestroyedElsewhere, Finalize: true}
+	}
+	return Decision{Reason: captfv1.NamespaceTerminatingReason, Wait: true, RequeueAfter: heldRecheck}
 }
 
 // restore starts a requested restore of an existing backup, once per serial.

@@ -278,6 +278,38 @@ func TestDeletion(t *testing.T) {
 	})
 }
 
+// TestNamespaceDeletion: a namespace being deleted creates nothing, so the destroy of what the
+// state records runs on a copy in the destroy namespace, and the object goes only once that copy
+// destroyed everything.
+func TestNamespaceDeletion(t *testing.T) {
+	terminating := func(elsewhere bool, phase CopyPhase) func(*Input) {
+		return func(i *Input) { deleting(i); i.Terminating = &Terminating{Elsewhere: elsewhere, Copy: phase} }
+	}
+	relocate := Decision{Reason: captfv1.DestroyingElsewhereReason, Relocate: true}
+	held := Decision{Reason: captfv1.NamespaceTerminatingReason, Wait: true, RequeueAfter: time.Minute}
+	check(t, Next, []rule{
+		{"the destroy is handed to a copy in the destroy namespace", with(applied(), terminating(true, CopyNone)), relocate},
+		{"a copy not handed over yet is finished", with(applied(), terminating(true, CopyPending)), relocate},
+		{"the object waits while its copy destroys", with(applied(), terminating(true, CopyDestroying)),
+			Decision{Reason: captfv1.DestroyingElsewhereReason, Wait: true, RequeueAfter: time.Minute}},
+		{"and goes once the copy left nothing", with(applied(), terminating(true, CopyDone)),
+			Decision{Reason: ReasonDestroyedElsewhere, Finalize: true}},
+		{"a copy gone with resources left holds the deletion", with(applied(), terminating(true, CopyLeftState)), held},
+		{"without a destroy namespace the deletion holds", with(applied(), terminating(false, CopyNone)), held},
+		{"dependents are destroyed first", with(applied(), func(i *Input) { terminating(true, CopyNone)(i); i.DependentsExist = true }),
+			Decision{Reason: captfv1.DependentsExistReason, Wait: true, RequeueAfter: time.Minute}},
+		{"Retain still keeps everything", with(applied(), func(i *Input) {
+			terminating(true, CopyNone)(i)
+			i.DeletionPolicy = captfv1.DeletionPolicyRetain
+		}), Decision{Reason: ReasonRetain, Retain: true}},
+		{"an unreadable state is never copied", with(applied(), func(i *Input) { terminating(true, CopyNone)(i); i.State.Unreadable = captfv1.StateCorruptReason }),
+			Decision{Reason: captfv1.StateCorruptReason, Wait: true, RequeueAfter: time.Minute}},
+		{"an empty state needs no copy", with(applied(), func(i *Input) { terminating(true, CopyNone)(i); i.State.Resources = 0 }),
+			Decision{Reason: ReasonNothingToDestroy, Finalize: true}},
+		{"nor does an object never applied", with(fresh(), terminating(true, CopyNone)), Decision{Reason: ReasonNothingToDestroy, Finalize: true}},
+	})
+}
+
 func TestJobCapsFailClosed(t *testing.T) {
 	uncounted := func(i *Input) { i.Slots = Slots{Uncounted: true} }
 	check(t, Next, []rule{

@@ -103,6 +103,25 @@ func Effective(layers ...*captfv1.JobPolicy) Policy {
 	return p
 }
 
+// Spec is the policy as a JobPolicy that sets every field, so it resolves to the same policy
+// on its own: the Jobs policy of an object's copy that leaves its TerraformCluster behind.
+func (p Policy) Spec() *captfv1.JobPolicy {
+	var env []corev1.EnvVar
+	for _, e := range p.Env {
+		env = append(env, *e.DeepCopy())
+	}
+	return &captfv1.JobPolicy{
+		SuccessfulJobsHistoryLimit: &p.SuccessfulJobsHistoryLimit,
+		FailedJobsHistoryLimit:     &p.FailedJobsHistoryLimit,
+		ActiveDeadlineSeconds:      &p.ActiveDeadlineSeconds,
+		LockTimeoutSeconds:         &p.LockTimeoutSeconds,
+		ServiceAccountName:         p.ServiceAccountName,
+		ImagePullSecrets:           slices.Clone(p.ImagePullSecrets),
+		Resources:                  p.Resources.DeepCopy(),
+		Env:                        env,
+	}
+}
+
 func setIf[T any](dst *T, src *T) {
 	if src != nil {
 		*dst = *src
