@@ -113,18 +113,6 @@ const (
 	StateLockedReason = "StateLocked"
 	// RetainedStateFoundReason: state retained from an earlier object of the same name exists.
 	RetainedStateFoundReason = "RetainedStateFound"
-	// NamespaceTerminatingReason: the object is deleted with its namespace while its state
-	// records resources, and its destroy cannot run elsewhere (the manager runs with
-	// --destroy-namespace="", or the copy that destroyed elsewhere went with resources left).
-	// Kubernetes creates nothing in a namespace being deleted, so no destroy Job can run there;
-	// the deletion holds (and the namespace with it) instead of leaking the infrastructure. Set
-	// deletionPolicy Retain to let both go.
-	NamespaceTerminatingReason = "NamespaceTerminating"
-	// DestroyingElsewhereReason: the object is deleted with its namespace while its state
-	// records resources; a copy of it in the manager's destroy namespace (--destroy-namespace)
-	// destroys the infrastructure with copies of its state, durable inputs and credentials, and
-	// the object goes once that copy has destroyed everything.
-	DestroyingElsewhereReason = "DestroyingElsewhere"
 
 	// StateNearSecretLimitCondition is True while the state's compressed size passes 75% of the
 	// 1 MiB one state Secret holds (negative polarity): the apply that grows it past 1 MiB cannot

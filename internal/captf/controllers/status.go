@@ -73,9 +73,9 @@ func updateStatus[T capi.Object](p *pass[T], k kind[T]) {
 		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, "Held: "+durableInputsMissingMessage)
 	case p.decision.Reason == captfv1.StateTooLargeReason, p.decision.Reason == captfv1.StateNotPersistedReason:
 		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, "Held: "+notPersistedMessage(p))
-	case p.decision.Reason == captfv1.NamespaceTerminatingReason:
+	case p.decision.Reason == decide.ReasonNamespaceTerminating:
 		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, "Held: "+p.nsHold)
-	case p.decision.Reason == captfv1.DestroyingElsewhereReason:
+	case p.decision.Reason == decide.ReasonDestroyingElsewhere:
 		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, p.nsHold)
 	}
 	k.setStatus(p)

@@ -280,15 +280,20 @@ const (
 	ReasonDestroy            = "Destroy"
 	ReasonNothingToDestroy   = "NothingToDestroy"
 	ReasonDestroyedElsewhere = "DestroyedElsewhere"
-	ReasonRetain             = "Retain"
-	ReasonJobRunning         = "JobRunning"
-	ReasonDriftDue           = "DriftCheckDue"
-	ReasonHealthPending      = "HealthPending"
-	ReasonMembershipRefresh  = "MembershipRefresh"
-	ReasonUpToDate           = "UpToDate"
-	ReasonPaused             = "Paused"
-	ReasonStateLost          = captfv1.StateLostReason
-	ReasonDurableInputsGone  = captfv1.DurableInputsMissingReason
+	// The namespace is being deleted: a copy of the object destroys in the destroy namespace
+	// (nsdelete.go), or, without one or after a copy that went without destroying, the
+	// deletion holds. The Deleting condition's message says which.
+	ReasonDestroyingElsewhere  = "DestroyingElsewhere"
+	ReasonNamespaceTerminating = "NamespaceTerminating"
+	ReasonRetain               = "Retain"
+	ReasonJobRunning           = "JobRunning"
+	ReasonDriftDue             = "DriftCheckDue"
+	ReasonHealthPending        = "HealthPending"
+	ReasonMembershipRefresh    = "MembershipRefresh"
+	ReasonUpToDate             = "UpToDate"
+	ReasonPaused               = "Paused"
+	ReasonStateLost            = captfv1.StateLostReason
+	ReasonDurableInputsGone    = captfv1.DurableInputsMissingReason
 )
 
 // Timings.
@@ -465,15 +470,15 @@ func nextDeleting(in Input) Decision {
 func elsewhere(t Terminating) Decision {
 	switch {
 	case !t.Elsewhere:
-		return Decision{Reason: captfv1.NamespaceTerminatingReason, Wait: true, RequeueAfter: heldRecheck}
+		return Decision{Reason: ReasonNamespaceTerminating, Wait: true, RequeueAfter: heldRecheck}
 	case t.Copy == CopyNone, t.Copy == CopyPending:
-		return Decision{Reason: captfv1.DestroyingElsewhereReason, Relocate: true}
+		return Decision{Reason: ReasonDestroyingElsewhere, Relocate: true}
 	case t.Copy == CopyDestroying:
-		return Decision{Reason: captfv1.DestroyingElsewhereReason, Wait: true, RequeueAfter: heldRecheck}
+		return Decision{Reason: ReasonDestroyingElsewhere, Wait: true, RequeueAfter: heldRecheck}
 	case t.Copy == CopyDone:
 		return Decision{Reason: ReasonDestroyedElsewhere, Finalize: true}
 	}
-	return Decision{Reason: captfv1.NamespaceTerminatingReason, Wait: true, RequeueAfter: heldRecheck}
+	return Decision{Reason: ReasonNamespaceTerminating, Wait: true, RequeueAfter: heldRecheck}
 }
 
 // restore starts a requested restore of an existing backup, once per serial.

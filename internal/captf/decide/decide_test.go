@@ -285,13 +285,13 @@ func TestNamespaceDeletion(t *testing.T) {
 	terminating := func(elsewhere bool, phase CopyPhase) func(*Input) {
 		return func(i *Input) { deleting(i); i.Terminating = &Terminating{Elsewhere: elsewhere, Copy: phase} }
 	}
-	relocate := Decision{Reason: captfv1.DestroyingElsewhereReason, Relocate: true}
-	held := Decision{Reason: captfv1.NamespaceTerminatingReason, Wait: true, RequeueAfter: time.Minute}
+	relocate := Decision{Reason: ReasonDestroyingElsewhere, Relocate: true}
+	held := Decision{Reason: ReasonNamespaceTerminating, Wait: true, RequeueAfter: time.Minute}
 	check(t, Next, []rule{
 		{"the destroy is handed to a copy in the destroy namespace", with(applied(), terminating(true, CopyNone)), relocate},
 		{"a copy not handed over yet is finished", with(applied(), terminating(true, CopyPending)), relocate},
 		{"the object waits while its copy destroys", with(applied(), terminating(true, CopyDestroying)),
-			Decision{Reason: captfv1.DestroyingElsewhereReason, Wait: true, RequeueAfter: time.Minute}},
+			Decision{Reason: ReasonDestroyingElsewhere, Wait: true, RequeueAfter: time.Minute}},
 		{"and goes once the copy left nothing", with(applied(), terminating(true, CopyDone)),
 			Decision{Reason: ReasonDestroyedElsewhere, Finalize: true}},
 		{"a copy gone with resources left holds the deletion", with(applied(), terminating(true, CopyLeftState)), held},
