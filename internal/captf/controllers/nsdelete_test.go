@@ -48,21 +48,8 @@ func TestNamespaceDeletionHoldsInfrastructure(t *testing.T) {
 	applied := readState(t, ns, contract.KindCluster, "c")
 	g.Expect(applied.Resources).To(BeNumerically(">", 0))
 
-	// As after clusterctl move: paused until the move finishes, and no status.
-	annotate(t, tc, clusterv1.PausedAnnotation, ptrTo(""))
-	waitFor(t, tc, time.Minute, "paused", func(o *captfv1.TerraformCluster) bool {
-		return conditions.IsTrue(o, clusterv1.PausedCondition)
-	})
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tc), tc)).To(Succeed())
-	tc.Status = captfv1.TerraformClusterStatus{}
-	g.Expect(env.Client.Status().Update(ctx, tc)).To(Succeed())
-
-	namespace := &corev1.Namespace{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: ns}, namespace)).To(Succeed())
-	g.Expect(env.Client.Delete(ctx, namespace)).To(Succeed())
-
 	// The namespace controller deletes what it may (the Cluster) and is refused the state.
-	gone(t, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}, time.Minute)
+	namespace := deleteNamespaceOfMoved(t, tc)
 	g.Eventually(func() string {
 		_ = env.Client.Get(ctx, client.ObjectKey{Name: ns}, namespace)
 		for _, c := range namespace.Status.Conditions {
@@ -92,17 +79,7 @@ func TestNamespaceDeletionHoldsInfrastructure(t *testing.T) {
 		return d != nil && strings.HasPrefix(d.Message, "Held: namespace "+ns+" is being deleted")
 	})
 	g.Expect(describe(tc)).To(ContainSubstring("deletionPolicy Retain"), "the condition says what to do")
-	g.Eventually(func() []string {
-		list := &corev1.EventList{}
-		_ = env.Client.List(ctx, list, client.InNamespace(metav1.NamespaceDefault))
-		var reasons []string
-		for _, e := range list.Items {
-			if e.InvolvedObject.Kind == "Namespace" && e.InvolvedObject.Name == ns {
-				reasons = append(reasons, e.Reason+": "+e.Message)
-			}
-		}
-		return reasons
-	}, 30*time.Second, 200*time.Millisecond).Should(ContainElement(And(
+	g.Eventually(func() []string { return namespaceEvents(t, ns) }, 30*time.Second, 200*time.Millisecond).Should(ContainElement(And(
 		HavePrefix("InfrastructureHeld: TerraformCluster c: namespace "+ns+" is being deleted"),
 		ContainSubstring("deletionPolicy Retain"))), "kubectl describe namespace says why it waits")
 	never(t, 3*time.Second, "the finalizer went with the infrastructure", func() bool {
@@ -180,17 +157,8 @@ func TestNamespaceDeletionDestroysElsewhere(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(creds), creds)).To(Succeed())
 	g.Expect(creds.Labels).To(HaveKeyWithValue(captfv1.CredentialsLabel, "true"), "the credentials a Job ran with are protected")
 
-	// As after clusterctl move: paused, no status; then the namespace is deleted and the move
-	// finishes (unpaused, already deleting).
-	annotate(t, tc, clusterv1.PausedAnnotation, ptrTo(""))
-	waitFor(t, tc, time.Minute, "paused", func(o *captfv1.TerraformCluster) bool { return conditions.IsTrue(o, clusterv1.PausedCondition) })
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tc), tc)).To(Succeed())
-	tc.Status = captfv1.TerraformClusterStatus{}
-	g.Expect(env.Client.Status().Update(ctx, tc)).To(Succeed())
-	namespace := &corev1.Namespace{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: ns}, namespace)).To(Succeed())
-	g.Expect(env.Client.Delete(ctx, namespace)).To(Succeed())
-	gone(t, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}, time.Minute)
+	// The move finishes (unpaused) once the namespace is being deleted.
+	namespace := deleteNamespaceOfMoved(t, tc)
 	annotate(t, tc, clusterv1.PausedAnnotation, nil)
 
 	// The copy destroys: its Job runs in the destroy namespace, with the copied credentials.
@@ -240,6 +208,25 @@ func TestNamespaceDeletionDestroysElsewhere(t *testing.T) {
 		}
 		return left
 	}, time.Minute, 200*time.Millisecond).Should(BeEmpty(), "what is left in the destroy namespace")
+}
+
+// deleteNamespaceOfMoved makes tc look as after clusterctl move (paused until the move
+// finishes, no status), deletes its namespace, and waits for the namespace controller to have
+// deleted its Cluster. It returns the Namespace.
+func deleteNamespaceOfMoved(t *testing.T, tc *captfv1.TerraformCluster) *corev1.Namespace {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	annotate(t, tc, clusterv1.PausedAnnotation, ptrTo(""))
+	waitFor(t, tc, time.Minute, "paused", func(o *captfv1.TerraformCluster) bool { return conditions.IsTrue(o, clusterv1.PausedCondition) })
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tc), tc)).To(Succeed())
+	tc.Status = captfv1.TerraformClusterStatus{}
+	g.Expect(env.Client.Status().Update(ctx, tc)).To(Succeed())
+	namespace := &corev1.Namespace{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: tc.Namespace}, namespace)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, namespace)).To(Succeed())
+	gone(t, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: tc.Namespace, Name: tc.Name}}, time.Minute)
+	return namespace
 }
 
 // namespaceEvents are the reasons and messages of the Events about a Namespace (they live in
