@@ -24,12 +24,12 @@ const (
 	StateBackupSuffixLabel = "captf.io/state-backup-suffix"
 	// RetainedFromUIDLabel marks state kept by deletionPolicy Retain.
 	RetainedFromUIDLabel = "captf.io/retained-from-uid"
-	// CredentialsLabel marks a credentials Secret a CAPTF object ran a Job with: the garbage
-	// collector and the namespace controller may not delete it while it is labelled
+	// KeptForDestroyLabel marks a Secret or ConfigMap a CAPTF object ran a Job with (its
+	// credentials, image pull Secrets, what its Jobs policy's env reads): the garbage collector
+	// and the namespace controller may not delete it while it is labelled
 	// (config/admission/captf-state-protection.yaml), so a destroy after the namespace's deletion
-	// still has it. The manager removes the label once no CAPTF object in the namespace names the
-	// Secret any more.
-	CredentialsLabel = "captf.io/credentials"
+	// still has it. The manager removes the label once no CAPTF object in the namespace names it.
+	KeptForDestroyLabel = "captf.io/kept-for-destroy"
 	// DestroyForUIDLabel on a copy of a CAPTF object in the destroy namespace is the UID of the
 	// object whose infrastructure the copy destroys (its own namespace is being deleted).
 	DestroyForUIDLabel = "captf.io/destroy-for-uid"

@@ -156,7 +156,7 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 	if err := r.ensureLockAccess(ctx, p); err != nil {
 		return r.startFailed(ctx, p, name, err)
 	}
-	if err := r.protectCredentials(ctx, p, params.CredentialsSecret); err != nil {
+	if err := r.keepForDestroy(ctx, p, readsOf(params.CredentialsSecret, p.policy)); err != nil {
 		return r.startFailed(ctx, p, name, err)
 	}
 	// The durable inputs are what a destroy runs with: an apply may change the infrastructure,
@@ -461,7 +461,7 @@ func (r *provider[T]) cleanup(ctx context.Context, p *pass[T]) error {
 			return err
 		}
 	}
-	if err := r.releaseCredentials(ctx, p); err != nil {
+	if err := r.releaseKept(ctx, p); err != nil {
 		return err
 	}
 	return r.releaseLeases(ctx, p, "")
@@ -479,7 +479,7 @@ func (r *provider[T]) retain(ctx context.Context, p *pass[T]) error {
 	if err := r.client.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
 		return err
 	}
-	if err := r.releaseCredentials(ctx, p); err != nil {
+	if err := r.releaseKept(ctx, p); err != nil {
 		return err
 	}
 	return r.releaseLeases(ctx, p, "")

@@ -229,16 +229,18 @@ func (r *provider[T]) newCopy(p *pass[T]) T {
 	*status, *init = captfv1.WorkspaceStatus{}, captfv1.InitializationStatus{}
 	spec.DeletionPolicy = captfv1.DeletionPolicyDestroy
 	spec.CredentialsRef = nil
-	if r.credentialsSecret(p) != "" {
-		spec.CredentialsRef = &corev1.LocalObjectReference{Name: copyCredentialsName(p.owner)}
+	if creds := r.credentialsSecret(p); creds != "" {
+		spec.CredentialsRef = &corev1.LocalObjectReference{Name: copiedName(p.owner, creds)}
 	}
 	spec.Jobs = p.policy.Spec()
 	spec.Jobs.ServiceAccountName = "" // a ServiceAccount of its own stays behind: the runner's is made there
+	rename := func(name string) string { return copiedName(p.owner, name) }
+	jobs.RenameReferences(spec.Jobs, rename, rename)
 	return cp
 }
 
 // copySecrets gives the copy what its destroy needs, owned by it: the state, the durable
-// inputs and the credentials.
+// inputs, and what its Jobs read (the credentials, image pull Secrets, env sources).
 func (r *provider[T]) copySecrets(ctx context.Context, p *pass[T], cp client.Object) error {
 	dest := r.opts.DestroyNamespace
 	to, err := jobs.OwnerOf(cp, "")
@@ -255,10 +257,35 @@ func (r *provider[T]) copySecrets(ctx context.Context, p *pass[T], cp client.Obj
 	if err := r.copySecret(ctx, p.owner.Namespace, inputs.SecretName(p.owner), dest, inputs.SecretName(to), to.MoveLabels(), ref, true); err != nil {
 		return err
 	}
-	if name := r.credentialsSecret(p); name != "" {
-		// A missing one is not copied: the copy reports CredentialsNotFound for the name it
-		// expects in the destroy namespace, where it can be created.
-		return r.copySecret(ctx, p.owner.Namespace, name, dest, copyCredentialsName(p.owner), to.Labels(), ref, false)
+	// What the Jobs read: a missing one is not copied (the copy reports CredentialsNotFound, or
+	// its Pod waits, for the name it expects in the destroy namespace, where it can be created).
+	reads := readsOf(r.credentialsSecret(p), p.policy)
+	for _, name := range reads.secrets {
+		if err := r.copySecret(ctx, p.owner.Namespace, name, dest, copiedName(p.owner, name), to.Labels(), ref, false); err != nil {
+			return err
+		}
+	}
+	for _, name := range reads.configMaps {
+		if err := r.copyConfigMap(ctx, p.owner.Namespace, name, dest, copiedName(p.owner, name), to.Labels(), ref); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyConfigMap copies a ConfigMap's data under a new name, owned by owner. An existing copy is
+// kept.
+func (r *provider[T]) copyConfigMap(ctx context.Context, ns, name, toNs, toName string, labels map[string]string, owner metav1.OwnerReference) error {
+	src := &corev1.ConfigMap{}
+	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, src); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	dst := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: toNs, Name: toName, Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}},
+		Data:       src.Data, BinaryData: src.BinaryData,
+	}
+	if err := r.client.Create(ctx, dst); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("copy ConfigMap %s/%s to %s/%s: %w", ns, name, toNs, toName, err)
 	}
 	return nil
 }
@@ -294,9 +321,10 @@ func copySuffix(dest string, o jobs.Owner) string {
 	return contract.StateSuffix(dest, o.Kind, copyName(o))
 }
 
-// copyCredentialsName is the copy's credentials Secret.
-func copyCredentialsName(o jobs.Owner) string {
-	return inputs.BoundedName("captf-credentials-" + contract.KindShort(o.Kind) + "-" + copyName(o))
+// copiedName is the name, in the destroy namespace, of the copy of a Secret or ConfigMap the
+// object's Jobs read (credentials, image pull Secrets, env sources).
+func copiedName(o jobs.Owner, name string) string {
+	return inputs.BoundedName("captf-copy-" + contract.KindShort(o.Kind) + "-" + copyName(o) + "-" + name)
 }
 
 // objectOf is an empty object of a CAPTF kind.

@@ -134,8 +134,8 @@ func ptrTo[T any](v T) *T { return &v }
 // TestNamespaceDeletionDestroysElsewhere: the namespace of an applied, moved TerraformCluster (no
 // status) is deleted. Nothing can be created in it any more, so the manager hands the destroy to
 // a copy of the object in its destroy namespace, which it creates: copies of the state, durable
-// inputs and credentials (kept from the namespace controller by the captf-state-protection
-// policy) go with it. The copy's destroy Job destroys every resource the state records, the
+// inputs and what its Jobs read (credentials, image pull Secret, env sources: kept from the
+// namespace controller by the captf-state-protection policy) go with it. The copy's destroy Job destroys every resource the state records, the
 // copy goes, the object lets its finalizer go, and the namespace and everything in it go;
 // nothing of the copy is left in the destroy namespace.
 func TestNamespaceDeletionDestroysElsewhere(t *testing.T) {
@@ -146,16 +146,29 @@ func TestNamespaceDeletionDestroysElsewhere(t *testing.T) {
 	ns, kubelet := scenario(t, "--destroy-namespace="+dest)
 	elsewhere := env.StartKubeletIn(t, dest, moduleImages)
 
+	// What the Jobs read: credentials, an image pull Secret, a Secret and a ConfigMap env reads.
 	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cloud"}, Data: map[string][]byte{"TOKEN": []byte("s3cret")}}
-	create(t, creds)
+	pull := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "registry"}, Data: map[string][]byte{"k": []byte("v")}}
+	vault := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vault"}, Data: map[string][]byte{"k": []byte("v")}}
+	region := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "region"}, Data: map[string]string{"k": "eu"}}
+	create(t, creds, pull, vault, region)
 	tc := newTerraformCluster(t, ns, "c", func(o *captfv1.TerraformCluster) {
 		o.Spec.CredentialsRef = &corev1.LocalObjectReference{Name: "cloud"}
+		o.Spec.Jobs = &captfv1.JobPolicy{
+			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "registry"}},
+			Env: []corev1.EnvVar{
+				{Name: "VAULT", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "vault"}, Key: "k"}}},
+				{Name: "REGION", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "region"}, Key: "k"}}},
+			},
+		}
 	})
 	waitFor(t, tc, 2*time.Minute, "provisioned", func(o *captfv1.TerraformCluster) bool { return provisioned(o.Status.Initialization) })
 	applied := readState(t, ns, contract.KindCluster, "c")
 	g.Expect(applied.Resources).To(BeNumerically(">", 0))
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(creds), creds)).To(Succeed())
-	g.Expect(creds.Labels).To(HaveKeyWithValue(captfv1.CredentialsLabel, "true"), "the credentials a Job ran with are protected")
+	for _, o := range []client.Object{creds, pull, vault, region} {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(o), o)).To(Succeed())
+		g.Expect(o.GetLabels()).To(HaveKeyWithValue(captfv1.KeptForDestroyLabel, "true"), "what a Job ran with is kept: %s", o.GetName())
+	}
 
 	// The move finishes (unpaused) once the namespace is being deleted.
 	namespace := deleteNamespaceOfMoved(t, tc)
@@ -183,7 +196,23 @@ func TestNamespaceDeletionDestroysElsewhere(t *testing.T) {
 		}
 		return msg
 	})
-	g.Expect(job.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", HavePrefix("captf-credentials-c-c-"))))
+	// It reads the copies, by their names in the destroy namespace.
+	pod := job.Spec.Template.Spec
+	copied := HavePrefix("captf-copy-c-c-")
+	g.Expect(pod.Volumes).To(ContainElement(HaveField("Secret.SecretName", And(copied, HaveSuffix("-cloud")))))
+	g.Expect(pod.ImagePullSecrets).To(ConsistOf(HaveField("Name", And(copied, HaveSuffix("-registry")))))
+	var envFrom []string
+	for _, c := range pod.Containers {
+		for _, e := range c.Env {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				envFrom = append(envFrom, e.Name+"="+e.ValueFrom.SecretKeyRef.Name)
+			}
+			if e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil {
+				envFrom = append(envFrom, e.Name+"="+e.ValueFrom.ConfigMapKeyRef.Name)
+			}
+		}
+	}
+	g.Expect(envFrom).To(ContainElements(MatchRegexp(`^VAULT=captf-copy-c-c-.*-vault$`), MatchRegexp(`^REGION=captf-copy-c-c-.*-region$`)))
 
 	gone(t, tc, 3*time.Minute)
 	gone(t, namespace, 3*time.Minute)
@@ -199,6 +228,13 @@ func TestNamespaceDeletionDestroysElsewhere(t *testing.T) {
 		for _, s := range secrets.Items {
 			if s.Type != corev1.SecretTypeServiceAccountToken {
 				left = append(left, s.Name)
+			}
+		}
+		maps := &corev1.ConfigMapList{}
+		_ = env.Client.List(ctx, maps, client.InNamespace(dest))
+		for _, m := range maps.Items {
+			if m.Name != "kube-root-ca.crt" {
+				left = append(left, "ConfigMap "+m.Name)
 			}
 		}
 		copies := &captfv1.TerraformClusterList{}

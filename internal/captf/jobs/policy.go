@@ -163,3 +163,49 @@ func (p Policy) Validate() error {
 	}
 	return nil
 }
+
+// References are the Secrets and ConfigMaps a policy's Jobs read besides the credentials: the
+// image pull Secrets and what env's valueFrom names. Each name once, in order.
+func (p Policy) References() (secrets, configMaps []string) {
+	add := func(list []string, name string) []string {
+		if name == "" || slices.Contains(list, name) {
+			return list
+		}
+		return append(list, name)
+	}
+	for _, s := range p.ImagePullSecrets {
+		secrets = add(secrets, s.Name)
+	}
+	for _, e := range p.Env {
+		if e.ValueFrom == nil {
+			continue
+		}
+		if r := e.ValueFrom.SecretKeyRef; r != nil {
+			secrets = add(secrets, r.Name)
+		}
+		if r := e.ValueFrom.ConfigMapKeyRef; r != nil {
+			configMaps = add(configMaps, r.Name)
+		}
+	}
+	return secrets, configMaps
+}
+
+// RenameReferences renames, in place, the Secrets and ConfigMaps a JobPolicy names (see
+// References).
+func RenameReferences(jp *captfv1.JobPolicy, secret, configMap func(string) string) {
+	for i := range jp.ImagePullSecrets {
+		jp.ImagePullSecrets[i].Name = secret(jp.ImagePullSecrets[i].Name)
+	}
+	for i := range jp.Env {
+		vf := jp.Env[i].ValueFrom
+		if vf == nil {
+			continue
+		}
+		if vf.SecretKeyRef != nil {
+			vf.SecretKeyRef.Name = secret(vf.SecretKeyRef.Name)
+		}
+		if vf.ConfigMapKeyRef != nil {
+			vf.ConfigMapKeyRef.Name = configMap(vf.ConfigMapKeyRef.Name)
+		}
+	}
+}

@@ -102,3 +102,38 @@ func TestPolicyValidate(t *testing.T) {
 	p := Effective(&captfv1.JobPolicy{ActiveDeadlineSeconds: ptr.To[int64](300)})
 	g.Expect(p.Validate()).To(MatchError(ContainSubstring("lockTimeoutSeconds (300) is not shorter than activeDeadlineSeconds (300)")))
 }
+
+// TestPolicySpecAndReferences: a policy written back as a JobPolicy resolves to itself, and what
+// it reads besides the credentials is listed once each and renamed in place.
+func TestPolicySpecAndReferences(t *testing.T) {
+	g := NewWithT(t)
+	secretRef := func(name string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: "k"}}
+	}
+	mapRef := func(name string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: "k"}}
+	}
+	own := &captfv1.JobPolicy{
+		ImagePullSecrets: []corev1.LocalObjectReference{{Name: "registry"}},
+		Env: []corev1.EnvVar{
+			{Name: "A", ValueFrom: secretRef("vault")}, {Name: "B", ValueFrom: secretRef("registry")},
+			{Name: "C", ValueFrom: mapRef("region")}, {Name: "D", Value: "plain"},
+			{Name: "E", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		},
+		ActiveDeadlineSeconds: ptr.To[int64](60),
+	}
+	defaults := &captfv1.JobPolicy{ImagePullSecrets: []corev1.LocalObjectReference{{Name: "mirror"}}, LockTimeoutSeconds: ptr.To[int32](9)}
+	p := Effective(own, defaults)
+	g.Expect(Effective(p.Spec())).To(Equal(p), "Spec resolves to the same policy on its own")
+
+	secrets, configMaps := p.References()
+	g.Expect(secrets).To(Equal([]string{"registry", "mirror", "vault"}))
+	g.Expect(configMaps).To(Equal([]string{"region"}))
+
+	spec := p.Spec()
+	RenameReferences(spec, func(s string) string { return "s-" + s }, func(s string) string { return "m-" + s })
+	secrets, configMaps = Effective(spec).References()
+	g.Expect(secrets).To(Equal([]string{"s-registry", "s-mirror", "s-vault"}))
+	g.Expect(configMaps).To(Equal([]string{"m-region"}))
+	g.Expect(own.Env[0].ValueFrom.SecretKeyRef.Name).To(Equal("vault"), "the object's own policy is left alone")
+}

@@ -82,7 +82,8 @@ func TestAdoptBackupsLive(t *testing.T) {
 // TestStateProtectionPolicyLive: config/admission/captf-state-protection.yaml refuses the
 // garbage collector and the namespace controller (with their own ServiceAccounts, or as
 // kube-controller-manager) the deletion of a managed state chunk, backup, durable inputs and
-// plan key; it lets them delete everything else, and lets anyone else delete those too.
+// plan key, and of a Secret or ConfigMap kept for destroys; it lets them delete everything else,
+// and lets anyone else delete those too.
 func TestStateProtectionPolicyLive(t *testing.T) {
 	e, ctx, ns, g := live(t)
 	managed := func(name string, labels map[string]string) *corev1.Secret {
@@ -123,8 +124,34 @@ func TestStateProtectionPolicyLive(t *testing.T) {
 			g.Expect(c.Delete(ctx, s.DeepCopy(), client.DryRunAll)).To(Succeed(), "%s deleting %s", user, s.Name)
 		}
 	}
+	// What Jobs ran with (credentials, image pull Secrets, env sources) is kept while labelled.
+	kept := map[string]string{captfv1.KeptForDestroyLabel: "true"}
+	keptObjs := []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cloud-credentials", Labels: kept}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "module-env", Labels: kept}},
+	}
+	freeObjs := []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other-credentials"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other-env", Labels: map[string]string{captfv1.ManagedLabel: "true"}}},
+	}
+	for _, o := range append(append([]client.Object{}, keptObjs...), freeObjs...) {
+		g.Expect(e.Client.Create(ctx, o)).To(Succeed())
+	}
+	for _, user := range controllers {
+		c := e.As(t, user)
+		for _, o := range keptObjs {
+			g.Eventually(func() error { return c.Delete(ctx, o.DeepCopyObject().(client.Object), client.DryRunAll) }, 30*time.Second, 100*time.Millisecond).Should(
+				MatchError(And(ContainSubstring("CAPTF keeps "+o.GetName()), ContainSubstring("captf.io/kept-for-destroy"))), "%s deleting %s", user, o.GetName())
+		}
+		for _, o := range freeObjs {
+			g.Expect(c.Delete(ctx, o.DeepCopyObject().(client.Object), client.DryRunAll)).To(Succeed(), "%s deleting %s", user, o.GetName())
+		}
+	}
 	person := e.As(t, "alice@example.com")
 	for _, s := range protected {
 		g.Expect(person.Delete(ctx, s)).To(Succeed(), "a person deleting %s", s.Name)
+	}
+	for _, o := range keptObjs {
+		g.Expect(person.Delete(ctx, o)).To(Succeed(), "a person deleting %s", o.GetName())
 	}
 }
