@@ -153,8 +153,9 @@ func (r *provider[T]) relocate(ctx context.Context, p *pass[T]) error {
 	}
 	record := dest + "/" + cp.GetName() + " " + string(cp.GetUID())
 	if p.scope.Object.GetAnnotations()[captfv1.DestroyedElsewhereAnnotation] != record {
+		// A copy is patched: the answer must not overwrite what this pass observed.
 		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, captfv1.DestroyedElsewhereAnnotation, record)
-		if err := r.client.Patch(ctx, p.scope.Object, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		if err := r.client.Patch(ctx, p.scope.Object.DeepCopyObject().(client.Object), client.RawPatch(types.MergePatchType, patch)); err != nil {
 			return fmt.Errorf("record the destroy elsewhere on the object: %w", err)
 		}
 	}

@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -132,7 +133,7 @@ func TestNamespaceDeletionHoldsInfrastructure(t *testing.T) {
 func ptrTo[T any](v T) *T { return &v }
 
 // TestNamespaceDeletionDestroysElsewhere: the namespace of an applied, moved TerraformCluster (no
-// status) is deleted. Nothing can be created in it any more, so the manager hands the destroy to
+// status) with a TerraformMachine is deleted. Nothing can be created in it any more, so the manager hands the destroy to
 // a copy of the object in its destroy namespace, which it creates: copies of the state, durable
 // inputs and what its Jobs read (credentials, image pull Secret, env sources: kept from the
 // namespace controller by the captf-state-protection policy) go with it. The copy's destroy Job destroys every resource the state records, the
@@ -163,6 +164,9 @@ func TestNamespaceDeletionDestroysElsewhere(t *testing.T) {
 		}
 	})
 	waitFor(t, tc, 2*time.Minute, "provisioned", func(o *captfv1.TerraformCluster) bool { return provisioned(o.Status.Initialization) })
+	// A machine of the cluster, with the cluster's credentials: it is destroyed first.
+	tm := newTerraformMachine(t, ns, "c", "m1", nil)
+	waitFor(t, tm, 2*time.Minute, "the machine provisioned", func(o *captfv1.TerraformMachine) bool { return provisioned(o.Status.Initialization) })
 	applied := readState(t, ns, contract.KindCluster, "c")
 	g.Expect(applied.Resources).To(BeNumerically(">", 0))
 	for _, o := range []client.Object{creds, pull, vault, region} {
@@ -174,13 +178,14 @@ func TestNamespaceDeletionDestroysElsewhere(t *testing.T) {
 	namespace := deleteNamespaceOfMoved(t, tc)
 	annotate(t, tc, clusterv1.PausedAnnotation, nil)
 
-	// The copy destroys: its Job runs in the destroy namespace, with the copied credentials.
+	// The cluster's copy destroys: its Job runs in the destroy namespace, with the copied
+	// credentials.
 	var job batchv1.Job
 	g.Eventually(func() bool {
 		list := &batchv1.JobList{}
 		_ = env.Client.List(ctx, list, client.InNamespace(dest))
 		for _, j := range list.Items {
-			if j.Labels[captfv1.OperationLabel] == string(captfv1.OperationDestroy) {
+			if j.Labels[captfv1.OperationLabel] == string(captfv1.OperationDestroy) && j.Labels[captfv1.OwnerKindLabel] == contract.KindCluster {
 				job = j
 				return true
 			}
@@ -199,7 +204,13 @@ func TestNamespaceDeletionDestroysElsewhere(t *testing.T) {
 	// It reads the copies, by their names in the destroy namespace.
 	pod := job.Spec.Template.Spec
 	copied := HavePrefix("captf-copy-c-c-")
-	g.Expect(pod.Volumes).To(ContainElement(HaveField("Secret.SecretName", And(copied, HaveSuffix("-cloud")))))
+	var secretVolumes []string
+	for _, v := range pod.Volumes {
+		if v.Secret != nil {
+			secretVolumes = append(secretVolumes, v.Secret.SecretName)
+		}
+	}
+	g.Expect(secretVolumes).To(ContainElement(And(copied, HaveSuffix("-cloud"))))
 	g.Expect(pod.ImagePullSecrets).To(ConsistOf(HaveField("Name", And(copied, HaveSuffix("-registry")))))
 	var envFrom []string
 	for _, c := range pod.Containers {
@@ -214,9 +225,16 @@ func TestNamespaceDeletionDestroysElsewhere(t *testing.T) {
 	}
 	g.Expect(envFrom).To(ContainElements(MatchRegexp(`^VAULT=captf-copy-c-c-.*-vault$`), MatchRegexp(`^REGION=captf-copy-c-c-.*-region$`)))
 
+	gone(t, tm, 3*time.Minute)
 	gone(t, tc, 3*time.Minute)
 	gone(t, namespace, 3*time.Minute)
-	g.Expect(elsewhere.Log.String()).To(MatchRegexp(`Destroy complete! Resources: [1-9][0-9]* destroyed`), "what the state recorded was destroyed")
+	log := elsewhere.Log.String()
+	g.Expect(log).To(MatchRegexp(`Destroy complete! Resources: [1-9][0-9]* destroyed`), "what the state recorded was destroyed")
+	machineDestroy := regexp.MustCompile(`captf-m-m1-[0-9a-f]{8}-destroy-a1-\S+: captf-runner: destroy succeeded`).FindStringIndex(log)
+	clusterDestroy := regexp.MustCompile(`captf-c-c-[0-9a-f]{8}-destroy-a1-\S+: captf-runner: starting destroy`).FindStringIndex(log)
+	g.Expect(machineDestroy).NotTo(BeNil(), "the machine's copy destroyed")
+	g.Expect(clusterDestroy).NotTo(BeNil(), "the cluster's copy destroyed")
+	g.Expect(machineDestroy[0]).To(BeNumerically("<", clusterDestroy[0]), "the machine before its cluster")
 	g.Expect(kubelet.Log.String()).NotTo(ContainSubstring("-destroy-"), "nothing ran in the terminating namespace")
 
 	// The hand-over is on the Namespace's Events, and nothing of the copy is left.
@@ -241,6 +259,11 @@ func TestNamespaceDeletionDestroysElsewhere(t *testing.T) {
 		_ = env.Client.List(ctx, copies, client.InNamespace(dest))
 		for _, c := range copies.Items {
 			left = append(left, "TerraformCluster "+c.Name)
+		}
+		machines := &captfv1.TerraformMachineList{}
+		_ = env.Client.List(ctx, machines, client.InNamespace(dest))
+		for _, m := range machines.Items {
+			left = append(left, "TerraformMachine "+m.Name)
 		}
 		return left
 	}, time.Minute, 200*time.Millisecond).Should(BeEmpty(), "what is left in the destroy namespace")
