@@ -206,16 +206,7 @@ func (r *provider[T]) ensureDestroyNamespace(ctx context.Context, name string) e
 // watch filter's.
 func (r *provider[T]) newCopy(p *pass[T]) T {
 	cp := p.scope.Object.DeepCopyObject().(T)
-	cp.SetNamespace(r.opts.DestroyNamespace)
-	cp.SetName(copyName(p.owner))
-	cp.SetUID("")
-	cp.SetResourceVersion("")
-	cp.SetGeneration(0)
-	cp.SetCreationTimestamp(metav1.Time{})
-	cp.SetDeletionTimestamp(nil)
-	cp.SetDeletionGracePeriodSeconds(nil)
-	cp.SetManagedFields(nil)
-	cp.SetOwnerReferences(nil)
+	resetMeta(cp, r.opts.DestroyNamespace, copyName(p.owner))
 	cp.SetFinalizers([]string{finalizerOf(p.owner.Kind)})
 	labels := map[string]string{captfv1.DestroyForUIDLabel: string(p.owner.UID)}
 	if v, ok := p.scope.Object.GetLabels()[clusterv1.WatchLabel]; ok {
@@ -255,60 +246,63 @@ func (r *provider[T]) copySecrets(ctx context.Context, p *pass[T], cp client.Obj
 	if _, err := state.Copy(ctx, r.client, r.reader, p.owner.Namespace, p.owner.StateSuffix(), dest, to.StateSuffix(), to.MoveLabels(), ref); err != nil {
 		return err
 	}
-	if err := r.copySecret(ctx, p.owner.Namespace, inputs.SecretName(p.owner), dest, inputs.SecretName(to), to.MoveLabels(), ref, true); err != nil {
+	inputsSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: p.owner.Namespace}}
+	if err := r.copyObject(ctx, inputsSecret, inputs.SecretName(p.owner), inputs.SecretName(to), to.MoveLabels(), ref, true); err != nil {
 		return err
 	}
 	// What the Jobs read: a missing one is not copied (the copy reports CredentialsNotFound, or
 	// its Pod waits, for the name it expects in the destroy namespace, where it can be created).
 	reads := readsOf(r.credentialsSecret(p), p.policy)
 	for _, name := range reads.secrets {
-		if err := r.copySecret(ctx, p.owner.Namespace, name, dest, copiedName(p.owner, name), to.Labels(), ref, false); err != nil {
+		src := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: p.owner.Namespace}}
+		if err := r.copyObject(ctx, src, name, copiedName(p.owner, name), to.Labels(), ref, false); err != nil {
 			return err
 		}
 	}
 	for _, name := range reads.configMaps {
-		if err := r.copyConfigMap(ctx, p.owner.Namespace, name, dest, copiedName(p.owner, name), to.Labels(), ref); err != nil {
+		src := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: p.owner.Namespace}}
+		if err := r.copyObject(ctx, src, name, copiedName(p.owner, name), to.Labels(), ref, false); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// copyConfigMap copies a ConfigMap's data under a new name, owned by owner. An existing copy is
-// kept.
-func (r *provider[T]) copyConfigMap(ctx context.Context, ns, name, toNs, toName string, labels map[string]string, owner metav1.OwnerReference) error {
-	src := &corev1.ConfigMap{}
+// copyObject copies a Secret or ConfigMap of the object's namespace (src is filled in) under a
+// new name in the destroy namespace, owned by owner, with labels and, with keepAnnotations, its
+// annotations. A missing source is not copied; an existing copy is kept.
+func (r *provider[T]) copyObject(ctx context.Context, src client.Object, name, toName string, labels map[string]string, owner metav1.OwnerReference, keepAnnotations bool) error {
+	ns := src.GetNamespace()
 	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, src); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	dst := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: toNs, Name: toName, Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}},
-		Data:       src.Data, BinaryData: src.BinaryData,
+	dst := src.DeepCopyObject().(client.Object)
+	resetMeta(dst, r.opts.DestroyNamespace, toName)
+	dst.SetLabels(labels)
+	dst.SetOwnerReferences([]metav1.OwnerReference{owner})
+	if !keepAnnotations {
+		dst.SetAnnotations(nil)
 	}
 	if err := r.client.Create(ctx, dst); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("copy ConfigMap %s/%s to %s/%s: %w", ns, name, toNs, toName, err)
+		return fmt.Errorf("copy %s/%s to %s/%s: %w", ns, name, dst.GetNamespace(), toName, err)
 	}
 	return nil
 }
 
-// copySecret copies a Secret's data (and, with meta, its annotations) under a new name, owned
-// by owner. An existing copy is kept.
-func (r *provider[T]) copySecret(ctx context.Context, ns, name, toNs, toName string, labels map[string]string, owner metav1.OwnerReference, meta bool) error {
-	src := &corev1.Secret{}
-	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, src); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	dst := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: toNs, Name: toName, Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}},
-		Type:       src.Type, Data: src.Data,
-	}
-	if meta {
-		dst.Annotations = src.Annotations
-	}
-	if err := r.client.Create(ctx, dst); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("copy Secret %s/%s to %s/%s: %w", ns, name, toNs, toName, err)
-	}
-	return nil
+// resetMeta makes obj a new object named name in namespace: what the API server set on the
+// original goes.
+func resetMeta(obj client.Object, namespace, name string) {
+	obj.SetNamespace(namespace)
+	obj.SetName(name)
+	obj.SetUID("")
+	obj.SetResourceVersion("")
+	obj.SetGeneration(0)
+	obj.SetCreationTimestamp(metav1.Time{})
+	obj.SetDeletionTimestamp(nil)
+	obj.SetDeletionGracePeriodSeconds(nil)
+	obj.SetManagedFields(nil)
+	obj.SetOwnerReferences(nil)
+	obj.SetFinalizers(nil)
 }
 
 // copyName is the name of the object's copy in the destroy namespace: its name and the start of
