@@ -9,6 +9,7 @@
 //	events.txt                    every Event, oldest first
 //	pods/<ns>/<pod>/<container>.log (and <container>.previous.log)
 //	daemons/<daemon>.log          the local cluster's daemons
+//	network.txt                   the node's and the pods' network namespaces, and the probes
 //	describe/<ns>-<cluster>.txt   clusterctl describe cluster --show-conditions all
 //	errors.txt                    what could not be collected
 package artifacts
@@ -58,6 +59,7 @@ func Collect(ctx context.Context, m *install.Management, repo *install.Repositor
 		c.secrets(ctx)
 		c.events(ctx)
 		c.podLogs(ctx)
+		c.network(ctx)
 		if repo != nil {
 			c.describe(ctx, repo)
 		}
