@@ -29,7 +29,9 @@ func (c *collector) network(ctx context.Context) {
 		}
 		b.WriteString("\n")
 	}
-	node := func(args ...string) []string { return append([]string{"ip", "netns", "exec", c.m.Cluster.NetNS()}, args...) }
+	node := func(args ...string) []string {
+		return append([]string{"ip", "netns", "exec", c.m.Cluster.NetNS()}, args...)
+	}
 	run("node: addresses", node("ip", "-d", "addr")...)
 	run("node: bridge ports", node("bridge", "link")...)
 	run("node: bridge forwarding table", node("bridge", "fdb", "show")...)
