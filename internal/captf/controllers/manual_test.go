@@ -55,6 +55,20 @@ func newManualCluster(t *testing.T, ns string, settings map[string]any) *captfv1
 	return tc
 }
 
+// newPendingChange is newManualCluster with failure domain fd-a, then changed to fd-a and fd-b:
+// it returns once that change waits as a plan for approval and no Job runs.
+func newPendingChange(t *testing.T, ns string) *captfv1.TerraformCluster {
+	t.Helper()
+	settings := map[string]any{"failure_domains": []string{"fd-a"}}
+	tc := newManualCluster(t, ns, settings)
+	settings["failure_domains"] = []string{"fd-a", "fd-b"}
+	update(t, tc, func(o *captfv1.TerraformCluster) { o.Spec.Variables = vars(settings) })
+	waitFor(t, tc, 2*time.Minute, "a plan awaiting approval", func(o *captfv1.TerraformCluster) bool {
+		return o.Status.PendingPlanRef != nil && o.Status.ActiveJob == nil
+	})
+	return tc
+}
+
 // TestManualApplyPolicy: under applyPolicy Manual the first apply runs at once; a change runs a
 // plan Job and waits as a Pending TerraformPlan (reason Manual) with
 // ApplyJobSucceeded=Unknown/PlanAwaitingApproval, applying nothing until a real user approves

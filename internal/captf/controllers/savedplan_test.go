@@ -180,13 +180,7 @@ func TestApprovalRefusedWhenTheStateMovedOn(t *testing.T) {
 	ctx := context.Background()
 	ns, _ := scenario(t)
 	const kind = contract.KindCluster
-	settings := map[string]any{"failure_domains": []string{"fd-a"}}
-	tc := newManualCluster(t, ns, settings)
-	settings["failure_domains"] = []string{"fd-a", "fd-b"}
-	update(t, tc, func(o *captfv1.TerraformCluster) { o.Spec.Variables = vars(settings) })
-	waitFor(t, tc, 2*time.Minute, "a plan awaiting approval", func(o *captfv1.TerraformCluster) bool {
-		return o.Status.PendingPlanRef != nil && o.Status.ActiveJob == nil
-	})
+	tc := newPendingChange(t, ns)
 	first := &captfv1.TerraformPlan{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: tc.Status.PendingPlanRef.Name}, first)).To(Succeed())
 
