@@ -26,6 +26,8 @@ func (clusterKind) workspace(c *captfv1.TerraformCluster) (*captfv1.WorkspaceSpe
 
 func (clusterKind) mutable() bool { return true }
 
+func (clusterKind) finalizer() string { return captfv1.TerraformClusterFinalizer }
+
 // maxActiveJobs is the TerraformCluster's own cap on its cluster's active Jobs.
 func (clusterKind) maxActiveJobs(c *captfv1.TerraformCluster) *int32 { return c.Spec.MaxActiveJobs }
 

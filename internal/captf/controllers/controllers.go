@@ -55,19 +55,19 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	// it labels, never their data: any module can write Secrets with the managed label, as many
 	// and as large as its namespace allows. State data is fetched live when the metadata says
 	// a state changed (stateCache); other Secrets are read live when needed.
-	owned := func(kind string) func(b *builder.Builder) *builder.Builder {
+	owned := func(kind string, obj client.Object) func(b *builder.Builder) *builder.Builder {
 		return func(b *builder.Builder) *builder.Builder {
 			// A copy destroying elsewhere (nsdelete.go) brings back the object it destroys for.
 			return b.Owns(&batchv1.Job{}).Owns(&captfv1.TerraformPlan{}).
 				WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(stateOwner(kind))).
-				Watches(objectOf(kind), handler.EnqueueRequestsFromMapFunc(toOriginal(kind)))
+				Watches(obj, handler.EnqueueRequestsFromMapFunc(toOriginal(kind)))
 		}
 	}
 	// Machines and pools wait for their TerraformCluster: its provisioning (and new exports)
 	// must bring them back.
-	fromCluster := func(kind string, list func() client.ObjectList) func(*builder.Builder) *builder.Builder {
+	fromCluster := func(kind string, obj client.Object, list func() client.ObjectList) func(*builder.Builder) *builder.Builder {
 		return func(b *builder.Builder) *builder.Builder {
-			return owned(kind)(b).Watches(&captfv1.TerraformCluster{}, handler.EnqueueRequestsFromMapFunc(
+			return owned(kind, obj)(b).Watches(&captfv1.TerraformCluster{}, handler.EnqueueRequestsFromMapFunc(
 				func(ctx context.Context, o client.Object) []reconcile.Request {
 					return objectsOfCluster(ctx, e.client, o, list())
 				}))
@@ -87,12 +87,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return clustersOf(ctx, e.client, o)
 	})
 	dependents := func(b *builder.Builder) *builder.Builder {
-		return owned(contract.KindCluster)(b).
+		return owned(contract.KindCluster, &captfv1.TerraformCluster{})(b).
 			Watches(&captfv1.TerraformMachine{}, toCluster, builder.WithPredicates(leaving)).
 			Watches(&captfv1.TerraformMachinePool{}, toCluster, builder.WithPredicates(leaving))
 	}
 	if err := (&capi.Reconciler[*captfv1.TerraformCluster, *pass[*captfv1.TerraformCluster]]{
-		Client: e.client, Role: capi.InfraCluster, Finalizer: captfv1.TerraformClusterFinalizer,
+		Client: e.client, Role: capi.InfraCluster, Finalizer: clusterKind{}.finalizer(),
 		New:             func() *captfv1.TerraformCluster { return &captfv1.TerraformCluster{} },
 		NewList:         func() client.ObjectList { return &captfv1.TerraformClusterList{} },
 		Provider:        &provider[*captfv1.TerraformCluster]{engine: e, kind: clusterKind{}},
@@ -104,7 +104,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	if err := (&capi.Reconciler[*captfv1.TerraformMachine, *pass[*captfv1.TerraformMachine]]{
-		Client: e.client, Role: capi.InfraMachine, Finalizer: captfv1.TerraformMachineFinalizer,
+		Client: e.client, Role: capi.InfraMachine, Finalizer: machineKind{}.finalizer(),
 		New:             func() *captfv1.TerraformMachine { return &captfv1.TerraformMachine{} },
 		NewList:         func() client.ObjectList { return &captfv1.TerraformMachineList{} },
 		Provider:        &provider[*captfv1.TerraformMachine]{engine: e, kind: machineKind{}},
@@ -112,12 +112,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(ctx, mgr, capi.SetupOptions{
 		WatchFilter: opts.WatchFilter, Concurrency: opts.MachineConcurrency,
 		Extra: withVariables(func() client.ObjectList { return &captfv1.TerraformMachineList{} }, specOf(kind[*captfv1.TerraformMachine](machineKind{})),
-			fromCluster(contract.KindMachine, func() client.ObjectList { return &captfv1.TerraformMachineList{} })),
+			fromCluster(contract.KindMachine, &captfv1.TerraformMachine{}, func() client.ObjectList { return &captfv1.TerraformMachineList{} })),
 	}); err != nil {
 		return err
 	}
 	return (&capi.Reconciler[*captfv1.TerraformMachinePool, *pass[*captfv1.TerraformMachinePool]]{
-		Client: e.client, Role: capi.InfraMachinePool, Finalizer: captfv1.TerraformMachinePoolFinalizer,
+		Client: e.client, Role: capi.InfraMachinePool, Finalizer: machinePoolKind{}.finalizer(),
 		New:             func() *captfv1.TerraformMachinePool { return &captfv1.TerraformMachinePool{} },
 		NewList:         func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} },
 		Provider:        &provider[*captfv1.TerraformMachinePool]{engine: e, kind: machinePoolKind{}},
@@ -125,7 +125,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(ctx, mgr, capi.SetupOptions{
 		WatchFilter: opts.WatchFilter, Concurrency: opts.MachinePoolConcurrency,
 		Extra: withVariables(func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} }, specOf(kind[*captfv1.TerraformMachinePool](machinePoolKind{})),
-			fromCluster(contract.KindMachinePool, func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} })),
+			fromCluster(contract.KindMachinePool, &captfv1.TerraformMachinePool{}, func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} })),
 	})
 }
 

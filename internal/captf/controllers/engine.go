@@ -58,6 +58,9 @@ type kind[T capi.Object] interface {
 	workspace(obj T) (*captfv1.WorkspaceSpec, *captfv1.WorkspaceStatus, *captfv1.InitializationStatus)
 	// mutable is true when changed inputs re-apply (clusters and pools).
 	mutable() bool
+	// finalizer is the kind's finalizer: the shared plumbing keeps it on every object, and a
+	// copy destroying elsewhere is created with it (nsdelete.go).
+	finalizer() string
 	// roleInputs fills in the role's contract inputs; a non-empty wait says what they lack.
 	roleInputs(ctx context.Context, e *engine, p *pass[T], src *inputs.Source) (wait string, err error)
 	// applyOutputs writes what the module reported onto the object.

@@ -21,6 +21,8 @@ func (machineKind) workspace(m *captfv1.TerraformMachine) (*captfv1.WorkspaceSpe
 
 func (machineKind) mutable() bool { return false }
 
+func (machineKind) finalizer() string { return captfv1.TerraformMachineFinalizer }
+
 func (machineKind) maxActiveJobs(*captfv1.TerraformMachine) *int32 { return nil }
 
 func (machineKind) membershipInterval(*captfv1.TerraformMachine) time.Duration { return 0 }

@@ -32,6 +32,8 @@ func (machinePoolKind) workspace(mp *captfv1.TerraformMachinePool) (*captfv1.Wor
 
 func (machinePoolKind) mutable() bool { return true }
 
+func (machinePoolKind) finalizer() string { return captfv1.TerraformMachinePoolFinalizer }
+
 // roleInputs renders the MachinePool's name, replicas, bootstrap data, failure domains, version,
 // node labels and autoscaling bounds, with the cluster's exports and failure domains. While the
 // module autoscales, it first hands the observed replicas back to the MachinePool.

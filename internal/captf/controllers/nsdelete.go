@@ -207,7 +207,7 @@ func (r *provider[T]) ensureDestroyNamespace(ctx context.Context, name string) e
 func (r *provider[T]) newCopy(p *pass[T]) T {
 	cp := p.scope.Object.DeepCopyObject().(T)
 	resetMeta(cp, r.opts.DestroyNamespace, copyName(p.owner))
-	cp.SetFinalizers([]string{finalizerOf(p.owner.Kind)})
+	cp.SetFinalizers([]string{r.kind.finalizer()})
 	labels := map[string]string{captfv1.DestroyForUIDLabel: string(p.owner.UID)}
 	if v, ok := p.scope.Object.GetLabels()[clusterv1.WatchLabel]; ok {
 		labels[clusterv1.WatchLabel] = v
@@ -320,28 +320,6 @@ func copySuffix(dest string, o jobs.Owner) string {
 // object's Jobs read (credentials, image pull Secrets, env sources).
 func copiedName(o jobs.Owner, name string) string {
 	return inputs.BoundedName("captf-copy-" + contract.KindShort(o.Kind) + "-" + copyName(o) + "-" + name)
-}
-
-// objectOf is an empty object of a CAPTF kind.
-func objectOf(kind string) client.Object {
-	switch kind {
-	case contract.KindCluster:
-		return &captfv1.TerraformCluster{}
-	case contract.KindMachine:
-		return &captfv1.TerraformMachine{}
-	}
-	return &captfv1.TerraformMachinePool{}
-}
-
-// finalizerOf is the finalizer of a CAPTF kind.
-func finalizerOf(kind string) string {
-	switch kind {
-	case contract.KindCluster:
-		return captfv1.TerraformClusterFinalizer
-	case contract.KindMachine:
-		return captfv1.TerraformMachineFinalizer
-	}
-	return captfv1.TerraformMachinePoolFinalizer
 }
 
 func hasPausedAnnotation(o client.Object) bool {
