@@ -145,10 +145,10 @@ type pass[T capi.Object] struct {
 	// dependents (clusters, while deleting)
 	dependents []string
 	// observeNamespace (deleting): the namespace is being deleted, the copy that destroys
-	// elsewhere (nil: none yet) and the text of a hold
+	// elsewhere (nil: none yet), and what the Deleting condition says of either
 	terminating *decide.Terminating
 	destroyCopy client.Object
-	nsHold      string
+	nsMessage   string
 
 	// act (deleting): the finalizer may go
 	done bool

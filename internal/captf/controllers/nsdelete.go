@@ -52,10 +52,10 @@ func (r *provider[T]) observeNamespace(ctx context.Context, p *pass[T]) error {
 	}
 	p.terminating = &decide.Terminating{Elsewhere: r.opts.DestroyNamespace != ""}
 	if !p.terminating.Elsewhere {
-		p.nsHold = fmt.Sprintf("namespace %s is being deleted, and Kubernetes creates nothing in it any more, so no destroy Job can "+
+		p.nsMessage = fmt.Sprintf("namespace %s is being deleted, and Kubernetes creates nothing in it any more, so no destroy Job can "+
 			"run for the %d resources the state records, and the manager runs with --destroy-namespace=\"\" (no destroy elsewhere). ",
 			ns.Name, p.snap.Resources) + r.holdAdvice(p)
-		r.namespaceEvent(ns, p, corev1.EventTypeWarning, "InfrastructureHeld", p.nsHold)
+		r.namespaceEvent(ns, p, corev1.EventTypeWarning, "InfrastructureHeld", p.nsMessage)
 		return nil
 	}
 	phase, err := r.copyPhase(ctx, p)
@@ -63,16 +63,16 @@ func (r *provider[T]) observeNamespace(ctx context.Context, p *pass[T]) error {
 		return err
 	}
 	p.terminating.Copy = phase
-	p.nsHold = fmt.Sprintf("Namespace %s is being deleted and creates nothing, so the %d resources the state records are destroyed by a copy "+
+	p.nsMessage = fmt.Sprintf("Namespace %s is being deleted and creates nothing, so the %d resources the state records are destroyed by a copy "+
 		"of this object in namespace %s (kubectl get %s %s -n %s); this object goes once the copy has destroyed everything",
 		ns.Name, p.snap.Resources, r.opts.DestroyNamespace, kubectlResource(p.owner.Kind), copyName(p.owner), r.opts.DestroyNamespace)
 	if phase == decide.CopyLeftState {
-		p.nsHold = fmt.Sprintf("namespace %s is being deleted; the copy %s that destroyed this object's infrastructure in namespace %s "+
+		p.nsMessage = fmt.Sprintf("namespace %s is being deleted; the copy %s that destroyed this object's infrastructure in namespace %s "+
 			"is gone, but its state still records resources (its finalizer was removed by hand, or it was set to deletionPolicy Retain): "+
 			"they are not destroyed. Its state Secrets are kept in %s (kubectl get secrets -n %s -l %s=%s). ",
 			ns.Name, copyName(p.owner), r.opts.DestroyNamespace, r.opts.DestroyNamespace, r.opts.DestroyNamespace,
 			contract.BackendSuffixLabel, copySuffix(r.opts.DestroyNamespace, p.owner)) + r.holdAdvice(p)
-		r.namespaceEvent(ns, p, corev1.EventTypeWarning, "InfrastructureHeld", p.nsHold)
+		r.namespaceEvent(ns, p, corev1.EventTypeWarning, "InfrastructureHeld", p.nsMessage)
 	}
 	return nil
 }

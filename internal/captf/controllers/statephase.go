@@ -45,10 +45,7 @@ func (r *provider[T]) readState(ctx context.Context, p *pass[T]) error {
 			p.snap = nil
 		}
 	}
-	if err := r.checkLock(ctx, p); err != nil {
-		return err
-	}
-	return nil
+	return r.checkLock(ctx, p)
 }
 
 // repairOwners makes the object the owner of its backups and plan key (repairKept) and of an

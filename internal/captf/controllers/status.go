@@ -74,9 +74,9 @@ func updateStatus[T capi.Object](p *pass[T], k kind[T]) {
 	case p.decision.Reason == captfv1.StateTooLargeReason, p.decision.Reason == captfv1.StateNotPersistedReason:
 		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, "Held: "+notPersistedMessage(p))
 	case p.decision.Reason == decide.ReasonNamespaceTerminating:
-		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, "Held: "+p.nsHold)
+		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, "Held: "+p.nsMessage)
 	case p.decision.Reason == decide.ReasonDestroyingElsewhere:
-		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, p.nsHold)
+		set(clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, p.nsMessage)
 	}
 	k.setStatus(p)
 	setReady(p, k.readyCountsApplies())

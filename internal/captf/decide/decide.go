@@ -233,8 +233,8 @@ type Decision struct {
 	// would start later wait for it (writers are preferred).
 	ClaimLeases bool
 	// Relocate asks act to hand the destroy to a copy of the object in the destroy namespace
-	// (Terminating): create the copy, copy the state, durable inputs and credentials to it, and
-	// delete it there.
+	// (Terminating): create the copy, copy the state, durable inputs and what its Jobs read to
+	// it, and delete it there.
 	Relocate bool
 }
 
