@@ -63,7 +63,7 @@ func (r *provider[T]) observeNamespace(ctx context.Context, p *pass[T]) error {
 		return err
 	}
 	p.terminating.Copy = phase
-	p.nsMessage = fmt.Sprintf("Namespace %s is being deleted and creates nothing, so the %d resources the state records are destroyed by a copy "+
+	p.nsMessage = fmt.Sprintf("namespace %s is being deleted and creates nothing, so the %d resources the state records are destroyed by a copy "+
 		"of this object in namespace %s (kubectl get %s %s -n %s); this object goes once the copy has destroyed everything",
 		ns.Name, p.snap.Resources, r.opts.DestroyNamespace, kubectlResource(p.owner.Kind), copyName(p.owner), r.opts.DestroyNamespace)
 	if phase == decide.CopyLeftState {
@@ -170,11 +170,8 @@ func (r *provider[T]) relocate(ctx context.Context, p *pass[T]) error {
 			return fmt.Errorf("unpause the copy %s/%s: %w", dest, cp.GetName(), err)
 		}
 	}
-	msg := fmt.Sprintf("namespace %s is being deleted and creates nothing, so the %d resources the state records are destroyed by a copy: "+
-		"%s %s in namespace %s (kubectl get %s %s -n %s); this object goes once the copy has destroyed everything",
-		p.owner.Namespace, p.snap.Resources, p.owner.Kind, cp.GetName(), dest, kubectlResource(p.owner.Kind), cp.GetName(), dest)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.owner.Namespace}}
-	r.namespaceEvent(ns, p, corev1.EventTypeNormal, "DestroyingElsewhere", msg)
+	r.namespaceEvent(ns, p, corev1.EventTypeNormal, "DestroyingElsewhere", p.nsMessage) // observeNamespace's, naming the copy
 	r.recorder.Event(cp, corev1.EventTypeNormal, "DestroyingElsewhere", "Destroying for "+cp.GetAnnotations()[captfv1.DestroyForAnnotation])
 	ctrl.LoggerFrom(ctx).Info("Handed the destroy to a copy in the destroy namespace", "copy", klog.KRef(dest, cp.GetName()))
 	return nil
