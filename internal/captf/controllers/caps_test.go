@@ -2,11 +2,11 @@ package controllers_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,29 +20,7 @@ import (
 // watchConcurrency records the most Jobs seen running at once in a namespace until the test
 // ends.
 func watchConcurrency(t *testing.T, ns string) func() int {
-	var mu sync.Mutex
-	most := 0
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			n := len(activeJobs(t, ns))
-			mu.Lock()
-			most = max(most, n)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() { close(stop); <-done })
-	return func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return most
-	}
+	return watchActiveJobs(t, ns, func(most int, running []batchv1.Job) int { return max(most, len(running)) })
 }
 
 // TestJobCaps: with --max-active-jobs=1 two objects never run Jobs at once and the one that

@@ -2,11 +2,11 @@ package controllers_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -65,30 +65,11 @@ func TestClusterOperationGate(t *testing.T) {
 // watchOverlap reports whether a cluster's Job and a machine's Job were ever seen running at
 // once in the namespace, until the test ends.
 func watchOverlap(t *testing.T, ns string) func() bool {
-	var mu sync.Mutex
-	seen := false
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			kinds := map[string]bool{}
-			for _, j := range activeJobs(t, ns) {
-				kinds[j.Labels[captfv1.OwnerKindLabel]] = true
-			}
-			mu.Lock()
-			seen = seen || (kinds[contract.KindCluster] && kinds[contract.KindMachine])
-			mu.Unlock()
+	return watchActiveJobs(t, ns, func(seen bool, running []batchv1.Job) bool {
+		kinds := map[string]bool{}
+		for _, j := range running {
+			kinds[j.Labels[captfv1.OwnerKindLabel]] = true
 		}
-	}()
-	t.Cleanup(func() { close(stop); <-done })
-	return func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return seen
-	}
+		return seen || (kinds[contract.KindCluster] && kinds[contract.KindMachine])
+	})
 }

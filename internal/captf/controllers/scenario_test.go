@@ -146,6 +146,34 @@ func countJobs(t *testing.T, ns, kind, name string, op captfv1.Operation) int {
 	return n
 }
 
+// watchActiveJobs folds what the namespace's running Jobs are, every 50 ms until the test ends,
+// into a value the returned function reads.
+func watchActiveJobs[R any](t *testing.T, ns string, fold func(R, []batchv1.Job) R) func() R {
+	var mu sync.Mutex
+	var acc R
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			running := activeJobs(t, ns)
+			mu.Lock()
+			acc = fold(acc, running)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+	return func() R {
+		mu.Lock()
+		defer mu.Unlock()
+		return acc
+	}
+}
+
 // activeJobs lists the namespace's CAPTF Jobs that have not finished.
 func activeJobs(t *testing.T, ns string) []batchv1.Job {
 	t.Helper()
