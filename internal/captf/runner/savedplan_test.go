@@ -1,11 +1,8 @@
 package runner_test
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -99,15 +96,7 @@ func (f *fixture) hasSavedPlan(ctx context.Context, job string) bool {
 // what any other run that saved the state (a refresh, a drift check) leaves behind.
 func (f *fixture) moveState(ctx context.Context) {
 	f.t.Helper()
-	s := f.stateSecret(ctx)
-	st := decodeState(f.t, s.Data[contract.BackendStateKey])
-	st["serial"] = st["serial"].(float64) + 1
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	must(f.t, json.NewEncoder(zw).Encode(st))
-	must(f.t, zw.Close())
-	s.Data[contract.BackendStateKey] = buf.Bytes()
-	must(f.t, env.Client.Update(ctx, s))
+	f.editState(ctx, func(map[string]any) {})
 }
 
 // TestPlanStoresTheSavedPlan: a plan Job stores its plan file and show -json document for the
