@@ -31,7 +31,7 @@ func TestNames(t *testing.T) {
 	for name, want := range map[string]bool{
 		pool + "_https": true, pool + "_default": true, pool: false, pool + "_": false,
 		"capvco_team-a_prod_svc_shop_web-2_https": false, // another Service whose name extends this one
-		pool + "_x_y":                 false,
+		pool + "_x_y":                  false,
 		"capvco_team-a_prod_apiserver": false,
 	} {
 		if Owned(pool, name) != want {
