@@ -106,4 +106,3 @@ func (c *Cloud) SyncMembers(ctx context.Context, services []*corev1.Service, nod
 func WantsLoadBalancer(svc *corev1.Service) bool {
 	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.LoadBalancerClass == nil && svc.DeletionTimestamp.IsZero()
 }
-
