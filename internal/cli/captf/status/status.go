@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,11 +37,13 @@ func NewCmd(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 		Use:   "status [CLUSTER]",
 		Short: "Show the CAPTF objects of a cluster as a tree, like clusterctl describe cluster",
 		Long: `Show, for one Cluster (or every Cluster in the namespace), its TerraformCluster,
-TerraformMachinePools and TerraformMachines as a tree: Ready and its reason, the running Job,
-the last run and its changes, the state serial, the plan waiting for approval, the number of
-state backups, and how long ago Ready changed. TerraformMachines in the same state are grouped
-into one row (--grouping=false lists each). --show-conditions adds every condition of all
-objects, or of one kind, as child rows, coloured by polarity.
+TerraformMachinePools and TerraformMachines as a tree. The Cluster's row shows its Available
+condition, as clusterctl describe does (Cluster API v1beta2); each CAPTF object's row its own
+Ready and its reason, the running Job, the last run and its changes, the state serial, the plan
+waiting for approval, the number of state backups, and how long ago Ready changed.
+TerraformMachines in the same state are grouped into one row (--grouping=false lists each).
+--show-conditions adds every condition of all objects (the Cluster's included), or of one kind,
+as child rows, coloured by polarity.
 
 Exit codes: 0 shown (whatever the objects' state), 2 an error, 3 bad usage.`,
 		Example: fmt.Sprintf(`  %[1]s status my-cluster -n team-a
@@ -55,8 +56,8 @@ Exit codes: 0 shown (whatever the objects' state), 2 an error, 3 bad usage.`,
 			if err := opts.Parse(args); err != nil {
 				return err
 			}
-			if sc := opts.ShowConditions; sc != "" && !strings.EqualFold(sc, "all") && objects.ParseKind(sc) == "" {
-				return cmdutil.Usagef("--show-conditions %q: use all or a kind (TerraformCluster, TerraformMachinePool, TerraformMachine, or tfc, tfmp, tfm)", sc)
+			if sc := opts.ShowConditions; sc != "" && !ValidShowConditions(sc) {
+				return cmdutil.Usagef("--show-conditions %q: use all or a kind (Cluster, TerraformCluster, TerraformMachinePool, TerraformMachine, or tfc, tfmp, tfm)", sc)
 			}
 			opts.Styles = f.Styles()
 			if runF != nil {
@@ -66,10 +67,10 @@ Exit codes: 0 shown (whatever the objects' state), 2 an error, 3 bad usage.`,
 		},
 	}
 	opts.AddFlags(cmd, "Show the clusters of every namespace.")
-	cmd.Flags().StringVar(&opts.ShowConditions, "show-conditions", "", "List every condition of all objects (all) or of one kind (TerraformMachine, tfm, ...).")
+	cmd.Flags().StringVar(&opts.ShowConditions, "show-conditions", "", "List every condition of all objects (all) or of one kind (Cluster, TerraformMachine, tfm, ...).")
 	cmd.Flags().BoolVar(&opts.Grouping, "grouping", true, "Group TerraformMachines in the same state into one row.")
 	_ = cmd.RegisterFlagCompletionFunc("show-conditions", cobra.FixedCompletions(
-		[]string{"all", "TerraformCluster", "TerraformMachinePool", "TerraformMachine"}, cobra.ShellCompDirectiveNoFileComp))
+		[]string{"all", "Cluster", "TerraformCluster", "TerraformMachinePool", "TerraformMachine"}, cobra.ShellCompDirectiveNoFileComp))
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -90,6 +91,24 @@ func run(ctx context.Context, opts *Options) error {
 		Render(opts.IO.Out, opts.Styles, s, TreeOptions{ShowConditions: opts.ShowConditions, Grouping: opts.Grouping, Now: opts.Now()})
 		return nil
 	})
+}
+
+// FromCluster fills cl with what Cluster API reports of c: its v1beta2 conditions, Available
+// (the condition clusterctl describe shows for a Cluster) among them, and the v1beta1 Ready
+// condition CAPI still keeps under status.deprecated.v1beta1.
+func FromCluster(cl *Cluster, c *clusterv1.Cluster) {
+	cl.Found = true
+	cl.Conditions = c.Status.Conditions
+	if a := objects.Condition(c.Status.Conditions, clusterv1.ClusterAvailableCondition); a != nil {
+		cl.Available = a.DeepCopy()
+	}
+	if d := c.Status.Deprecated; d != nil && d.V1Beta1 != nil {
+		for _, cond := range d.V1Beta1.Conditions {
+			if cond.Type == clusterv1.ReadyV1Beta1Condition {
+				cl.Ready, cl.Reason = string(cond.Status), cond.Reason
+			}
+		}
+	}
 }
 
 // Gather reads the CAPI Clusters and CAPTF objects of namespace ("" for all), or of one
@@ -133,12 +152,7 @@ func Gather(ctx context.Context, c client.Reader, namespace, cluster string) (St
 	}
 	for i := range clusters {
 		cl := add(clusters[i].Namespace, clusters[i].Name)
-		cl.Found = true
-		for _, cond := range clusters[i].Status.Conditions {
-			if cond.Type == clusterv1.ReadyCondition {
-				cl.Ready, cl.Reason = string(cond.Status), cond.Reason
-			}
-		}
+		FromCluster(cl, &clusters[i])
 	}
 	for _, o := range objs {
 		name := o.Cluster

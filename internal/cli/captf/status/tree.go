@@ -26,10 +26,17 @@ type Cluster struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	// Found is false when no CAPI Cluster of that name exists (objects labelled for it do).
-	Found   bool     `json:"found"`
-	Ready   string   `json:"ready,omitempty"`
-	Reason  string   `json:"reason,omitempty"`
-	Objects []Object `json:"objects"`
+	Found bool `json:"found"`
+	// Ready and Reason are the Cluster's v1beta1 Ready condition, which Cluster API keeps
+	// under status.deprecated.v1beta1 (empty once it no longer does).
+	Ready  string `json:"ready,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Available is the Cluster's v1beta2 Available condition: what clusterctl describe shows
+	// for a Cluster.
+	Available *metav1.Condition `json:"available,omitempty"`
+	// Conditions are the Cluster's v1beta2 conditions (status.conditions).
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	Objects    []Object           `json:"objects"`
 }
 
 // Object is one CAPTF object's status.
@@ -50,9 +57,11 @@ type Object struct {
 	Conditions  []metav1.Condition    `json:"conditions,omitempty"`
 }
 
-// negative conditions are bad when True.
+// negative conditions are bad when True: CAPTF's own and Cluster API's (as clusterctl describe
+// colours them).
 var negative = map[string]bool{
 	captfv1.DriftDetectedCondition: true, captfv1.DeletionBlockedCondition: true, "Paused": true, "Deleting": true,
+	"RollingOut": true, "ScalingUp": true, "ScalingDown": true, "Remediating": true,
 }
 
 // FromObject summarises one CAPTF object.
@@ -91,8 +100,8 @@ type row struct {
 
 // TreeOptions shape the tree.
 type TreeOptions struct {
-	// ShowConditions: "" none, "all", or a kind (TerraformMachine) whose objects list every
-	// condition as child rows.
+	// ShowConditions: "" none, "all", or a kind (Cluster, TerraformMachine) whose objects list
+	// every condition as child rows.
 	ShowConditions string
 	// Grouping folds sibling TerraformMachines in the same state into one row.
 	Grouping bool
@@ -102,6 +111,12 @@ type TreeOptions struct {
 func (t TreeOptions) showsConditions(kind string) bool {
 	return strings.EqualFold(t.ShowConditions, "all") || (t.ShowConditions != "" && objects.ParseKind(t.ShowConditions) == kind) ||
 		strings.EqualFold(t.ShowConditions, kind)
+}
+
+// ValidShowConditions reports whether s is a --show-conditions value: all, Cluster, or a CAPTF
+// kind in any of its spellings.
+func ValidShowConditions(s string) bool {
+	return strings.EqualFold(s, "all") || strings.EqualFold(s, "Cluster") || objects.ParseKind(s) != ""
 }
 
 // Render writes the tree of every cluster.
@@ -117,7 +132,7 @@ func Render(w io.Writer, st *cmdutil.Styles, s Status, opts TreeOptions) {
 		fmt.Fprintln(w, "No CAPTF objects found.")
 		return
 	}
-	header := row{name: "NAME", ready: "READY", reason: "REASON", job: "JOB", lastRun: "LAST RUN", serial: "SERIAL", plan: "PENDING PLAN", backups: "BACKUPS", since: "SINCE", message: "MESSAGE"}
+	header := row{name: "NAME", ready: "STATUS", reason: "REASON", job: "JOB", lastRun: "LAST RUN", serial: "SERIAL", plan: "PENDING PLAN", backups: "BACKUPS", since: "SINCE", message: "MESSAGE"}
 	all := append([]row{header}, rows...)
 	width := func(f func(r row) string) int {
 		n := 0
@@ -191,12 +206,27 @@ func colourStatus(st *cmdutil.Styles, s string, negative bool) string {
 	return s
 }
 
+// clusterRows are the Cluster's row (its Available condition, as clusterctl describe shows a
+// Cluster), its conditions when asked for, and its objects.
 func clusterRows(c Cluster, opts TreeOptions) []row {
-	root := row{name: "Cluster/" + c.Name, ready: orDash(c.Ready), reason: orDash(c.Reason), job: "", message: ""}
-	if !c.Found {
+	root := row{name: "Cluster/" + c.Name, ready: "-", reason: "-", since: "-"}
+	switch {
+	case !c.Found:
 		root.message = "(no CAPI Cluster of this name)"
+	case c.Available == nil:
+		root.message = "(no Available condition reported yet)"
+	default:
+		root.ready, root.reason = string(c.Available.Status), orDash(c.Available.Reason)
+		root.since, root.message = since(&c.Available.LastTransitionTime, opts.Now), oneLine(c.Available.Message)
 	}
 	rows := []row{root}
+	if c.Found && opts.showsConditions("Cluster") {
+		cont := "  "
+		if len(c.Objects) > 0 {
+			cont = "│ "
+		}
+		rows = append(rows, conditionRows(cont, c.Conditions, opts.Now)...)
+	}
 	items := groupObjects(c.Objects, opts)
 	for i, it := range items {
 		last := i == len(items)-1
@@ -208,17 +238,24 @@ func clusterRows(c Cluster, opts TreeOptions) []row {
 		r.prefix = branch
 		rows = append(rows, r)
 		if len(it.members) == 1 && opts.showsConditions(it.members[0].Kind) {
-			conds := append([]metav1.Condition(nil), it.members[0].Conditions...)
-			sort.SliceStable(conds, func(i, j int) bool { return conds[i].Type < conds[j].Type })
-			for j, cond := range conds {
-				b := "├─"
-				if j == len(conds)-1 {
-					b = "└─"
-				}
-				rows = append(rows, row{prefix: cont + b, name: cond.Type, ready: string(cond.Status), reason: cond.Reason,
-					since: since(&cond.LastTransitionTime, opts.Now), message: oneLine(cond.Message), negative: negative[cond.Type]})
-			}
+			rows = append(rows, conditionRows(cont, it.members[0].Conditions, opts.Now)...)
 		}
+	}
+	return rows
+}
+
+// conditionRows are one child row per condition, sorted by type, under prefix.
+func conditionRows(prefix string, conditions []metav1.Condition, now time.Time) []row {
+	conds := append([]metav1.Condition(nil), conditions...)
+	sort.SliceStable(conds, func(i, j int) bool { return conds[i].Type < conds[j].Type })
+	rows := make([]row, 0, len(conds))
+	for j, cond := range conds {
+		b := "├─"
+		if j == len(conds)-1 {
+			b = "└─"
+		}
+		rows = append(rows, row{prefix: prefix + b, name: cond.Type, ready: string(cond.Status), reason: cond.Reason,
+			since: since(&cond.LastTransitionTime, now), message: oneLine(cond.Message), negative: negative[cond.Type]})
 	}
 	return rows
 }

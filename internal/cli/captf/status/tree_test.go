@@ -48,7 +48,13 @@ func machine(name string, ready metav1.ConditionStatus, reason string) Object {
 
 func testStatus() Status {
 	return Status{TypeMeta: cmdutil.Meta("ClusterStatus"), Clusters: []Cluster{{
-		Namespace: "team-a", Name: "web", Found: true, Ready: "False", Reason: "NotReady",
+		Namespace: "team-a", Name: "web", Found: true, Ready: "False", Reason: "WaitingForControlPlane",
+		Available: ptr.To(cond("Available", metav1.ConditionFalse, "NotAvailable", "* WorkersAvailable: 1 of 2 MachineDeployments available\n* RemoteConnectionProbe: no connection", 5*time.Minute)),
+		Conditions: []metav1.Condition{
+			cond("Available", metav1.ConditionFalse, "NotAvailable", "* WorkersAvailable: 1 of 2 MachineDeployments available\n* RemoteConnectionProbe: no connection", 5*time.Minute),
+			cond("InfrastructureReady", metav1.ConditionTrue, "Ready", "", time.Hour),
+			cond("Paused", metav1.ConditionFalse, "NotPaused", "", time.Hour),
+		},
 		Objects: []Object{
 			{Kind: "TerraformCluster", Name: "web", Ready: "False", Reason: "PlanAwaitingApproval", Since: ago(10 * time.Minute),
 				Message: "TerraformPlan web-0123456789 waits for approval", StateSerial: ptr.To[int64](7), PendingPlan: "web-0123456789", Backups: 5,

@@ -33,11 +33,13 @@ func NewCmd(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [CLUSTER]",
 		Short: "Show a cluster's cloudspaces, endpoint, load balancer, DNS and machines as a tree",
-		Long: `Show, for one Cluster (or every CAPVCO cluster in the namespace), what CAPVCO recorded: one
-cloudspace per site (adopted by name or created), the control-plane endpoint, the load balancer
-and the API servers in its pool (the controller keeps only healthy ones there: the platform's load
-balancer has no health checks), the DNS record and its TTL (the platform fixes 3600 s), every
-machine with its VM id, addresses and vGPU reservations, and the conditions.
+		Long: `Show, for one Cluster (or every CAPVCO cluster in the namespace), the Cluster's Available
+condition as Cluster API reports it (what clusterctl describe shows) and what CAPVCO recorded:
+the VCOCluster's own Ready, one cloudspace per site (adopted by name or created), the
+control-plane endpoint, the load balancer and the API servers in its pool (the controller keeps
+only healthy ones there: the platform's load balancer has no health checks), the DNS record and
+its TTL (the platform fixes 3600 s), every machine with its VM id, addresses and vGPU
+reservations, and the conditions of the VCOCluster and of the Cluster.
 
 It reads the management cluster only, never whitesky.cloud: it shows what the controllers last
 observed.
@@ -70,12 +72,20 @@ type Status struct {
 	Clusters         []Cluster `json:"clusters"`
 }
 
-// Cluster is one VCOCluster and its machines.
+// Cluster is one VCOCluster, the Cluster API Cluster it belongs to, and its machines.
 type Cluster struct {
-	Namespace   string             `json:"namespace"`
-	Name        string             `json:"name"` // the CAPI Cluster
-	VCOCluster  string             `json:"vcoCluster"`
-	Location    string             `json:"location"`
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"` // the CAPI Cluster
+	VCOCluster string `json:"vcoCluster"`
+	Location   string `json:"location"`
+	// ClusterFound is false when no Cluster API Cluster of that name exists.
+	ClusterFound bool `json:"clusterFound"`
+	// Available is the Cluster API Cluster's v1beta2 Available condition, what clusterctl
+	// describe shows for a Cluster (nil when the Cluster has not reported it, or is missing).
+	Available *Condition `json:"available,omitempty"`
+	// ClusterConditions are the Cluster API Cluster's v1beta2 conditions.
+	ClusterConditions []metav1.Condition `json:"clusterConditions,omitempty"`
+	// Ready is the VCOCluster's own Ready condition; Conditions are the VCOCluster's.
 	Ready       Condition          `json:"ready"`
 	Provisioned bool               `json:"provisioned"`
 	Endpoint    string             `json:"endpoint,omitempty"`
@@ -155,12 +165,21 @@ func run(ctx context.Context, o *Options) error {
 	if err := c.List(ctx, &ms, client.InNamespace(ns)); err != nil {
 		return fmt.Errorf("listing VCOMachines: %w", err)
 	}
+	var clusters clusterv1.ClusterList
+	if err := c.List(ctx, &clusters, client.InNamespace(ns)); err != nil {
+		return fmt.Errorf("listing Clusters: %w", err)
+	}
 	out := Status{TypeMeta: cmdutil.Meta("CAPVCOStatus"), Clusters: []Cluster{}}
 	for i := range vcs.Items {
 		vc := &vcs.Items[i]
 		cl := ClusterOf(vc)
 		if o.Cluster != "" && cl.Name != o.Cluster && vc.Name != o.Cluster {
 			continue
+		}
+		for j := range clusters.Items {
+			if capi := &clusters.Items[j]; capi.Namespace == cl.Namespace && capi.Name == cl.Name {
+				WithCluster(&cl, capi)
+			}
 		}
 		cl.Machines = MachinesOf(vc, cl.Name, ms.Items)
 		attributeMembers(&cl)
@@ -203,6 +222,17 @@ func condition(conds []metav1.Condition, t string) Condition {
 		}
 	}
 	return Condition{Status: "Unknown", Reason: "NotReported"}
+}
+
+// WithCluster adds what Cluster API reports of the VCOCluster's Cluster: its v1beta2
+// conditions, Available among them.
+func WithCluster(cl *Cluster, capi *clusterv1.Cluster) {
+	cl.ClusterFound = true
+	cl.ClusterConditions = capi.Status.Conditions
+	if slices.ContainsFunc(capi.Status.Conditions, func(c metav1.Condition) bool { return c.Type == clusterv1.ClusterAvailableCondition }) {
+		a := condition(capi.Status.Conditions, clusterv1.ClusterAvailableCondition)
+		cl.Available = &a
+	}
 }
 
 // ClusterOf summarises a VCOCluster (machines are added by MachinesOf).

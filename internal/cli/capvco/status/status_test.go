@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +38,16 @@ func must(t *testing.T, err error) {
 func seed(t *testing.T, ns string) {
 	ctx := context.Background()
 	c := env.Client
+	// The Cluster API Cluster reports its own v1beta2 conditions: not Available (no workload
+	// cluster to probe), whatever the VCOCluster's Ready says.
+	cluster := testenv.Cluster(ns, "prod", "VCOCluster", "prod")
+	must(t, c.Create(ctx, cluster))
+	cluster.Status.Conditions = []metav1.Condition{
+		{Type: clusterv1.ClusterAvailableCondition, Status: metav1.ConditionFalse, Reason: clusterv1.NotAvailableReason,
+			Message: "* RemoteConnectionProbe: Remote connection not established yet", LastTransitionTime: metav1.Now()},
+		{Type: clusterv1.ClusterInfrastructureReadyCondition, Status: metav1.ConditionTrue, Reason: clusterv1.ReadyReason, LastTransitionTime: metav1.Now()},
+	}
+	must(t, c.Status().Update(ctx, cluster))
 	vc := testenv.VCOCluster(ns, "prod", "prod", "nl-rmd-dc01-001", "vco-credentials")
 	vc.Spec.Geo = &capvcov1.GeoSpec{Sites: []capvcov1.GeoSite{{Name: "mac", Location: "be-mac-dc01-001", PrivateNetwork: "192.168.104.0/24"}}}
 	vc.Spec.DNS = &capvcov1.DNSSpec{Name: "api.prod.example.com"}
@@ -118,9 +129,17 @@ func TestStatusTree(t *testing.T) {
 		t.Fatalf("%d clusters", len(got.Clusters))
 	}
 	cl := got.Clusters[0]
+	if !cl.ClusterFound || cl.Available == nil || cl.Available.Status != "False" || cl.Ready.Status != "True" || len(cl.ClusterConditions) != 2 {
+		t.Fatalf("the Cluster's Available and the VCOCluster's Ready: %+v", cl)
+	}
 	if len(cl.Machines) != 3 || !cl.Machines[0].InLBPool || cl.Machines[1].InLBPool || cl.LB.Members[0].Machine != "prod-cp-a" ||
 		cl.Sites[0].Origin != "adopted" || cl.Sites[1].Origin != "created" || cl.DNS.TTLSeconds != 3600 || len(cl.Machines[2].GPUs) != 1 {
 		t.Fatalf("status %+v", cl)
+	}
+
+	// The head line is the Cluster's readiness; the VCOCluster's own Ready has its own line.
+	if !strings.HasPrefix(out, "Cluster status-tree/prod  Available=False (NotAvailable)\n├─ VCOCluster prod  Ready=True\n") {
+		t.Fatalf("the tree does not tell the Cluster's Available from the VCOCluster's Ready:\n%s", out)
 	}
 
 	if _, code := run(t, ns, "nosuch"); code != cmdutil.ExitFailure {

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/capx-io/capx/internal/cli/cmdutil"
 )
 
@@ -31,8 +33,11 @@ func (n *node) write(w io.Writer, prefix string) {
 	}
 }
 
-func ready(st *cmdutil.Styles, c Condition) string {
-	s := "Ready=" + c.Status
+func ready(st *cmdutil.Styles, c Condition) string { return conditionGist(st, "Ready", c) }
+
+// conditionGist is "Type=Status", coloured, with the reason unless True.
+func conditionGist(st *cmdutil.Styles, typ string, c Condition) string {
+	s := typ + "=" + c.Status
 	switch c.Status {
 	case "True":
 		s = st.OK(s)
@@ -48,15 +53,22 @@ func ready(st *cmdutil.Styles, c Condition) string {
 }
 
 func writeTree(w io.Writer, st *cmdutil.Styles, cl Cluster) {
-	head := fmt.Sprintf("%s %s/%s  %s", st.Bold("Cluster"), cl.Namespace, cl.Name, ready(st, cl.Ready))
-	if cl.VCOCluster != cl.Name {
-		head += "  (VCOCluster " + cl.VCOCluster + ")"
-	}
-	if cl.Deleting {
-		head += "  " + st.Warn("deleting")
+	head := fmt.Sprintf("%s %s/%s  ", st.Bold("Cluster"), cl.Namespace, cl.Name)
+	switch {
+	case !cl.ClusterFound:
+		head += st.Warn("no Cluster API Cluster of this name")
+	case cl.Available == nil:
+		head += st.Warn("Available not reported yet")
+	default:
+		head += conditionGist(st, "Available", *cl.Available)
 	}
 	fmt.Fprintln(w, head)
 	root := &node{}
+	infra := fmt.Sprintf("VCOCluster %s  %s", cl.VCOCluster, ready(st, cl.Ready))
+	if cl.Deleting {
+		infra += "  " + st.Warn("deleting")
+	}
+	root.add("%s", infra)
 	ep := cl.Endpoint
 	if ep == "" {
 		ep = st.Warn("not set yet")
@@ -139,8 +151,17 @@ func writeTree(w io.Writer, st *cmdutil.Styles, cl Cluster) {
 		}
 	}
 
-	conds := root.add("Conditions")
-	for _, c := range cl.Conditions {
+	conditionNodes(root.add("VCOCluster conditions"), st, cl.Conditions)
+	if cl.ClusterFound {
+		conditionNodes(root.add("Cluster conditions"), st, cl.ClusterConditions)
+	}
+	root.write(w, "")
+}
+
+// conditionNodes adds one child per condition: Type=Status, the reason and the message on one
+// line.
+func conditionNodes(conds *node, st *cmdutil.Styles, conditions []metav1.Condition) {
+	for _, c := range conditions {
 		line := fmt.Sprintf("%s=%s", c.Type, c.Status)
 		switch c.Status {
 		case "True":
@@ -159,10 +180,9 @@ func writeTree(w io.Writer, st *cmdutil.Styles, cl Cluster) {
 		}
 		conds.add("%s", line)
 	}
-	if len(cl.Conditions) == 0 {
+	if len(conditions) == 0 {
 		conds.add("%s", st.Faint("none reported yet"))
 	}
-	root.write(w, "")
 }
 
 func orDash(s string) string {
