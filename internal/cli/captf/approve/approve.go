@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
@@ -50,7 +52,15 @@ The summary is shown first; on a terminal you confirm, elsewhere pass --yes or -
 
 --hash approves only a plan with exactly that hash, so a script approves what was reviewed and
 never a newer plan. A superseded, applied or failed plan is refused with what to do instead.
---wait follows the apply until the plan is Applied (exit 0) or Failed (exit 2).`,
+--wait follows the apply until the plan is Applied (exit 0) or Failed (exit 2).
+
+A plan whose object is paused (the cluster.x-k8s.io/paused annotation) or whose Cluster is
+(spec.paused, as clusterctl move sets it) is approved, but the manager applies nothing until it
+is unpaused: the command says so, and --wait returns at once with exit 1 instead of waiting.
+
+Exit codes: 0 approved (and applied, with --wait), 1 approved but paused (with --wait: nothing
+was applied), 2 refused or failed, 3 bad usage or neither --yes nor --hash without a terminal,
+4 answered no.`,
 		Example: fmt.Sprintf(`  # review, then approve the pending plan of a cluster and follow the apply
   %[1]s plan show my-cluster -n team-a
   %[1]s approve my-cluster -n team-a --wait
@@ -88,6 +98,9 @@ type Result struct {
 	AlreadyApproved bool `json:"alreadyApproved,omitempty"`
 	// Phase is the plan's phase when the command ended (Applied after a successful --wait).
 	Phase captfv1.PlanPhase `json:"phase"`
+	// Paused says what keeps the approved plan from applying (the target's pause annotation or
+	// its Cluster's spec.paused); empty when nothing does.
+	Paused string `json:"paused,omitempty"`
 }
 
 // Whoami returns the caller's user name as the API server authenticates it.
@@ -144,6 +157,20 @@ func run(ctx context.Context, opts *Options) error {
 	}
 	res.ApprovedBy = user
 	res.Phase = objects.Phase(tp)
+	pause, err := pauseOf(ctx, c, tp)
+	if err != nil {
+		return err
+	}
+	if pause != nil {
+		res.Paused = pause.String()
+		fmt.Fprintf(opts.IO.ErrOut, "%s\n", pause.Consequence(tp.Name))
+		if opts.Wait {
+			if perr := printResult(opts, res); perr != nil {
+				return perr
+			}
+			return cmdutil.WithCode(cmdutil.ExitFound, fmt.Errorf("not waiting: %s", pause.Consequence(tp.Name)))
+		}
+	}
 	if opts.Wait {
 		phase, err := waitApplied(ctx, c, opts, tp)
 		res.Phase = phase
@@ -157,9 +184,85 @@ func run(ctx context.Context, opts *Options) error {
 
 func printResult(opts *Options, res Result) error {
 	return cmdutil.Print(opts.IO.Out, opts.Output, res, func() error {
-		_, err := fmt.Fprintf(opts.IO.Out, "terraformplan/%s approved by %s (%s)\n", res.Plan, res.ApprovedBy, res.Phase)
+		state := string(res.Phase)
+		if res.Paused != "" {
+			state += "; paused: " + res.Paused
+		}
+		_, err := fmt.Fprintf(opts.IO.Out, "terraformplan/%s approved by %s (%s)\n", res.Plan, res.ApprovedBy, state)
 		return err
 	})
+}
+
+// Pause is what keeps a plan's target from applying: the cluster.x-k8s.io/paused annotation
+// on the target itself, or spec.paused on its Cluster (as clusterctl move sets it). The
+// manager reconciles neither while it lasts (CAPI's pause contract).
+type Pause struct {
+	// Kind and Name are the paused object (the target, or "Cluster"), in Namespace.
+	Kind, Name, Namespace string
+	// ClusterSpec is true for a Cluster's spec.paused, false for the annotation.
+	ClusterSpec bool
+}
+
+// PauseOf returns the pause of target (a CAPTF object) or of its Cluster (nil when there is no
+// Cluster), or nil when neither is paused. The Cluster's pause is reported first: unpausing the
+// target alone would not apply anything.
+func PauseOf(target *objects.Object, cluster *clusterv1.Cluster) *Pause {
+	if cluster != nil && ptr.Deref(cluster.Spec.Paused, false) {
+		return &Pause{Kind: "Cluster", Name: cluster.Name, Namespace: cluster.Namespace, ClusterSpec: true}
+	}
+	if _, ok := target.Obj.GetAnnotations()[clusterv1.PausedAnnotation]; ok {
+		return &Pause{Kind: target.Kind, Name: target.Name(), Namespace: target.Namespace()}
+	}
+	return nil
+}
+
+// String names the pause: "Cluster team-a/web has spec.paused: true".
+func (p *Pause) String() string {
+	if p.ClusterSpec {
+		return fmt.Sprintf("Cluster %s/%s has spec.paused: true", p.Namespace, p.Name)
+	}
+	return fmt.Sprintf("%s %s/%s has the %s annotation", p.Kind, p.Namespace, p.Name, clusterv1.PausedAnnotation)
+}
+
+// Unpause is the command that lifts the pause.
+func (p *Pause) Unpause() string {
+	if p.ClusterSpec {
+		return fmt.Sprintf(`kubectl patch cluster %s -n %s --type merge -p '{"spec":{"paused":false}}'`, p.Name, p.Namespace)
+	}
+	return fmt.Sprintf("kubectl annotate %s %s -n %s %s-", strings.ToLower(p.Kind), p.Name, p.Namespace, clusterv1.PausedAnnotation)
+}
+
+// Consequence says what the pause means for the approved plan and how to lift it.
+func (p *Pause) Consequence(plan string) string {
+	return fmt.Sprintf("TerraformPlan %s will not apply while %s: the manager applies it once that is lifted "+
+		"(a clusterctl move in progress lifts it itself; otherwise: %s)", plan, p, p.Unpause())
+}
+
+// pauseOf reads the plan's target and its Cluster and returns their pause. A target or
+// Cluster that does not exist pauses nothing.
+func pauseOf(ctx context.Context, c client.Reader, tp *captfv1.TerraformPlan) (*Pause, error) {
+	o, err := objects.Get(ctx, c, tp.Namespace, tp.Spec.TargetRef.Kind+"/"+tp.Spec.TargetRef.Name)
+	if errors.Is(err, objects.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return clusterPause(ctx, c, o)
+}
+
+func clusterPause(ctx context.Context, c client.Reader, o *objects.Object) (*Pause, error) {
+	var cluster *clusterv1.Cluster
+	if o.Cluster != "" {
+		cl := &clusterv1.Cluster{}
+		switch err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace(), Name: o.Cluster}, cl); {
+		case err == nil:
+			cluster = cl
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("read Cluster %s/%s: %w", o.Namespace(), o.Cluster, err)
+		}
+	}
+	return PauseOf(o, cluster), nil
 }
 
 // Refusal says why tp cannot be approved by user (with hash, if given), or nil. name is the
@@ -223,6 +326,9 @@ func waitApplied(ctx context.Context, c client.Reader, opts *Options, tp *captfv
 		phase = objects.Phase(cur)
 		progress := string(phase)
 		if o, err := objects.Get(ctx, c, tp.Namespace, cur.Spec.TargetRef.Kind+"/"+cur.Spec.TargetRef.Name); err == nil {
+			if p, err := clusterPause(ctx, c, o); err == nil && p != nil && phase != captfv1.PlanApplied {
+				return false, cmdutil.WithCode(cmdutil.ExitFound, fmt.Errorf("not waiting any longer: %s", p.Consequence(tp.Name)))
+			}
 			if j := o.Status.ActiveJob; j != nil {
 				progress += fmt.Sprintf(", %s Job %s running", j.Operation, j.Name)
 			}
