@@ -19,11 +19,7 @@ type Platform interface {
 }
 
 // DefaultPageSize is how many reservations one list call asks for.
-const DefaultPageSize = 500
-
-// listAttempts bounds how often a location is read again when its reservations changed
-// while it was being read (offset paging then skips or repeats items).
-const listAttempts = 3
+const DefaultPageSize = vco.DefaultVGPUPageSize
 
 // Scanner lists and classifies the reservations of one account.
 type Scanner struct {
@@ -63,8 +59,9 @@ func (e *IncompleteError) Error() string {
 
 func (e *IncompleteError) Unwrap() error { return e.Err }
 
-// ErrListChanged is why a listing is incomplete when the reservations kept changing under it.
-var ErrListChanged = errors.New("the reservations changed while they were read; run again")
+// ErrListChanged is why a listing is incomplete when it could not be proven complete: the
+// list's order changed, or reservations were released faster than it could step back.
+var ErrListChanged = vco.ErrListChanged
 
 // Scan reads every location (all of the customer's when locations is empty) and classifies
 // what it found. The report covers whatever was read; the error is non-nil when any location
@@ -128,59 +125,25 @@ func (s *Scanner) Scan(ctx context.Context, locations []string) (*Report, error)
 	return rep, errors.Join(errs...)
 }
 
-// listLocation reads every reservation of a location, recycle bin included. A listing is
-// complete only when every page answered, the total held still from the first page to the
-// last, and the distinct ids add up to it; a listing that changed underneath is read again.
+// listLocation reads every reservation of a location, recycle bin included, through
+// vco.VGPUListing: overlapping pages, each proven contiguous with what was read, so a list
+// other teams change while it is read is still read whole, or is reported incomplete.
 func (s *Scanner) listLocation(ctx context.Context, location string) ([]vco.VGPU, error) {
-	var last error
-	for range listAttempts {
-		items, err := s.listOnce(ctx, location)
-		if !errors.Is(err, ErrListChanged) {
-			return items, err
-		}
-		last = err
+	l := vco.VGPUListing{Limit: s.PageSize}
+	if s.Progress != nil {
+		l.Progress = func(read, count int) { s.Progress(location, read, count) }
 	}
-	return nil, last
+	items, err := l.Read(ctx, pagesOf(s.Platform, location))
+	var le *vco.VGPUListError
+	if errors.As(err, &le) {
+		return items, &IncompleteError{Location: location, Read: le.Read, Count: le.Count, Err: le.Err}
+	}
+	return items, err
 }
 
-func (s *Scanner) listOnce(ctx context.Context, location string) ([]vco.VGPU, error) {
-	limit := s.PageSize
-	if limit <= 0 {
-		limit = DefaultPageSize
+// pagesOf reads pages of a location's reservations, recycle bin included.
+func pagesOf(p Platform, location string) vco.VGPUPageFunc {
+	return func(ctx context.Context, start, limit int) (vco.VGPUPage, error) {
+		return p.ListVGPUs(ctx, location, vco.ListVGPUsOptions{Limit: limit, StartAfter: start, IncludeDeleted: true})
 	}
-	seen := map[string]bool{}
-	var all []vco.VGPU
-	count := -1
-	// The offset advances by what a page held, not by the limit asked for, so a server that
-	// caps its pages below the limit is read whole rather than skipped through.
-	for start := 0; count < 0 || start < count; {
-		p, err := s.Platform.ListVGPUs(ctx, location, vco.ListVGPUsOptions{Limit: limit, StartAfter: start, IncludeDeleted: true})
-		if err != nil {
-			return all, &IncompleteError{Location: location, Read: len(all), Count: count, Err: err}
-		}
-		switch {
-		case count < 0:
-			count = p.Count
-		case p.Count != count:
-			return all, &IncompleteError{Location: location, Read: len(all), Count: count, Err: ErrListChanged}
-		}
-		if len(p.Items) == 0 && start < count {
-			return all, &IncompleteError{Location: location, Read: len(all), Count: count,
-				Err: fmt.Errorf("the page at offset %d came back empty: %w", start, ErrListChanged)}
-		}
-		for _, v := range p.Items {
-			if !seen[v.ID] {
-				seen[v.ID] = true
-				all = append(all, v)
-			}
-		}
-		start += len(p.Items)
-		if s.Progress != nil {
-			s.Progress(location, len(all), count)
-		}
-	}
-	if len(all) != count {
-		return all, &IncompleteError{Location: location, Read: len(all), Count: count, Err: ErrListChanged}
-	}
-	return all, nil
 }

@@ -120,10 +120,9 @@ func (r *Releaser) releaseOne(ctx context.Context, f Finding) ReleaseResult {
 }
 
 // reread finds one reservation by id. It looks first in one small page around where the
-// listing found it (less the releases before it), then pages through the whole location:
-// "gone" is concluded only from a full pass. Offset paging can still shift under somebody
-// else's releases; missing it then reads as "gone", which skips the release: the safe way to
-// be wrong.
+// listing found it (less the releases before it), then reads the whole location: "gone" is
+// concluded only from a complete listing (vco.VGPUListing), never from offset paging that
+// somebody else's releases shifted.
 func (r *Releaser) reread(ctx context.Context, f Finding) (Reservation, bool, error) {
 	location, id := f.Location, f.ID
 	const window = 64
@@ -143,25 +142,16 @@ func (r *Releaser) reread(ctx context.Context, f Finding) (Reservation, bool, er
 			return fromAPI(v, location), true, nil
 		}
 	}
-	limit := r.PageSize
-	if limit <= 0 {
-		limit = DefaultPageSize
+	all, err := vco.VGPUListing{Limit: r.PageSize}.Read(ctx, pagesOf(r.Platform, location))
+	if err != nil {
+		return Reservation{}, false, err
 	}
-	for start := 0; ; {
-		p, err := r.Platform.ListVGPUs(ctx, location, vco.ListVGPUsOptions{Limit: limit, StartAfter: start, IncludeDeleted: true})
-		if err != nil {
-			return Reservation{}, false, err
-		}
-		for _, v := range p.Items {
-			if v.ID == id {
-				return fromAPI(v, location), true, nil
-			}
-		}
-		start += len(p.Items)
-		if len(p.Items) == 0 || start >= p.Count {
-			return Reservation{}, false, nil
+	for _, v := range all {
+		if v.ID == id {
+			return fromAPI(v, location), true, nil
 		}
 	}
+	return Reservation{}, false, nil
 }
 
 func describeChange(was, now Reservation) string {

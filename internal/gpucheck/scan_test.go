@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +134,18 @@ func (p *flaky) ListVGPUs(ctx context.Context, location string, opts vco.ListVGP
 	return p.Platform.ListVGPUs(ctx, location, opts)
 }
 
+// reversed answers every page after the first in reverse order, as a server whose order is
+// not stable would: offset paging then proves nothing.
+type reversed struct{ gpucheck.Platform }
+
+func (p reversed) ListVGPUs(ctx context.Context, location string, opts vco.ListVGPUsOptions) (vco.VGPUPage, error) {
+	page, err := p.Platform.ListVGPUs(ctx, location, opts)
+	if opts.StartAfter > 0 {
+		slices.Reverse(page.Items)
+	}
+	return page, err
+}
+
 // TestScanNeverConcludesFromAnIncompleteList: every way a listing can fail leaves the
 // location incomplete and the scan in error, whatever was read before.
 func TestScanNeverConcludesFromAnIncompleteList(t *testing.T) {
@@ -149,7 +162,7 @@ func TestScanNeverConcludesFromAnIncompleteList(t *testing.T) {
 			faults: func(f *gpuchecktest.Fixture) {
 				f.Sim.Faults().Add(vcosim.Fault{Route: route, Status: 403, Message: "Forbidden: no read grant"})
 			}},
-		{name: "500 on the third page", want: vco.ErrServer, text: "stopped after 200 of 1250",
+		{name: "500 on the third page", want: vco.ErrServer, text: "stopped after 184 of 1250", // pages overlap by 16
 			faults: func(f *gpuchecktest.Fixture) {
 				f.Sim.Faults().Script(route, vcosim.Fault{}, vcosim.Fault{}, vcosim.Fault{Status: 500})
 			}},
@@ -159,14 +172,8 @@ func TestScanNeverConcludesFromAnIncompleteList(t *testing.T) {
 			faults: func(f *gpuchecktest.Fixture) {
 				f.Sim.Faults().Script(route, vcosim.Fault{}, vcosim.Fault{Timeout: true, Hang: 10 * time.Second})
 			}},
-		{name: "reservations keep changing", want: gpucheck.ErrListChanged, text: "changed while they were read",
-			wrap: func(f *gpuchecktest.Fixture, p gpucheck.Platform) gpucheck.Platform {
-				return &flaky{Platform: p, onPage: func(n int) {
-					if n%2 == 0 {
-						_, _ = f.Sim.ReserveVGPUs(vcosim.SeedCustomer, gpuchecktest.Loc2, vcosim.SeedStubGPUProfile, "capvco_x_y_z_gpu_0")
-					}
-				}}
-			}},
+		{name: "the list's order changes", want: gpucheck.ErrListChanged, text: "came back in another order",
+			wrap: func(f *gpuchecktest.Fixture, p gpucheck.Platform) gpucheck.Platform { return reversed{p} }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -201,9 +208,9 @@ func TestScanNeverConcludesFromAnIncompleteList(t *testing.T) {
 	}
 }
 
-// TestScanRereadsAListThatChangedOnce: one change during the listing is absorbed by reading
-// the location again.
-func TestScanRereadsAListThatChangedOnce(t *testing.T) {
+// TestScanReadsAListThatChangedOnce: a reservation made during the listing is read with the
+// rest, and the listing is complete.
+func TestScanReadsAListThatChangedOnce(t *testing.T) {
 	f := gpuchecktest.Seed(t, true)
 	p := &flaky{Platform: f.Client}
 	p.onPage = func(n int) {
@@ -264,5 +271,46 @@ func TestMergeKeepsIncomplete(t *testing.T) {
 	all.Merge(&gpucheck.Report{Complete: true, Locations: []gpucheck.LocationStatus{{Location: "l", Complete: true}}})
 	if all.Complete {
 		t.Fatal("merged report claims to be complete")
+	}
+}
+
+// TestScanCompleteUnderChurn: another team releases reservations before the cursor and
+// reserves new ones between every two pages (driven by the simulator, page by page): the
+// scan still finds every one of 505 orphans, or says it could not; it never reports a
+// complete listing that missed one.
+func TestScanCompleteUnderChurn(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		releases, reserves int
+		capped             bool
+	}{
+		{name: "one released, one reserved", releases: 1, reserves: 1},
+		{name: "more released than the pages overlap", releases: 20, reserves: 2},
+		{name: "pages capped by the server", releases: 3, reserves: 1, capped: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := gpuchecktest.Seed(t, false)
+			orphans := gpuchecktest.SeedInterleaved(t, f, gpuchecktest.Loc2, 505)
+			f.Sim.SetVGPUListHook(vcosim.TeamChurn(gpuchecktest.TeamPrefix, tc.releases, tc.reserves))
+			var p gpucheck.Platform = f.Client
+			if tc.capped {
+				p = capped{f.Client}
+			}
+			owners, _ := f.Cluster.Owners(context.Background())
+			rep, err := (&gpucheck.Scanner{Platform: p, Owners: owners, PageSize: 50}).Scan(context.Background(), []string{gpuchecktest.Loc2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := byID(rep)
+			var missed []string
+			for _, id := range orphans {
+				if fd, ok := got[id]; !ok || !fd.Orphan {
+					missed = append(missed, id)
+				}
+			}
+			if !rep.Complete || len(missed) > 0 {
+				t.Fatalf("complete=%v, %d of %d orphans missed: %v", rep.Complete, len(missed), len(orphans), missed)
+			}
+		})
 	}
 }

@@ -1,9 +1,6 @@
 package vco
 
-import (
-	"context"
-	"fmt"
-)
+import "context"
 
 // A vGPU reservation is billed from the moment it is reserved until it is released
 // permanently: detaching does not stop the charge, and a plain delete only moves it to the
@@ -136,32 +133,15 @@ const DefaultVGPUPageSize = 500
 // maxVGPUPages stops a paging loop that a misbehaving server keeps feeding.
 const maxVGPUPages = 100000
 
-// ListAllVGPUs pages through every reservation of a location (start_after += limit until
-// count). Pagination is by offset, so a reservation released meanwhile can shift the pages:
-// items are de-duplicated by id, and callers that act on the list must re-check each item.
+// ListAllVGPUs reads every reservation of a location (opts' filters; Limit is the page size,
+// StartAfter is ignored) through VGPUListing, so a list that other teams change while it is
+// read is still read whole, or the error says it could not be.
 func (c *Client) ListAllVGPUs(ctx context.Context, location string, opts ListVGPUsOptions) ([]VGPU, error) {
-	if opts.Limit <= 0 {
-		opts.Limit = DefaultVGPUPageSize
-	}
-	seen := map[string]bool{}
-	var all []VGPU
-	for page := 0; page < maxVGPUPages; page++ {
-		p, err := c.ListVGPUs(ctx, location, opts)
-		if err != nil {
-			return all, err
-		}
-		for _, v := range p.Items {
-			if !seen[v.ID] {
-				seen[v.ID] = true
-				all = append(all, v)
-			}
-		}
-		opts.StartAfter += opts.Limit
-		if len(p.Items) == 0 || opts.StartAfter >= p.Count {
-			return all, nil
-		}
-	}
-	return all, fmt.Errorf("vco: ListAllVGPUs: more than %d pages, giving up: %w", maxVGPUPages, ErrServer)
+	return VGPUListing{Limit: opts.Limit}.Read(ctx, func(ctx context.Context, start, limit int) (VGPUPage, error) {
+		o := opts
+		o.StartAfter, o.Limit = start, limit
+		return c.ListVGPUs(ctx, location, o)
+	})
 }
 
 // FindVGPUs returns the reservations of a location with exactly this name (names are not

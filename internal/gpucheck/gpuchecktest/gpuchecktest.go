@@ -251,3 +251,25 @@ func must(t TB, err error) {
 		t.Fatalf("seeding the gpucheck fixture: %v", err)
 	}
 }
+
+// TeamPrefix names the other team's reservations SeedInterleaved reserves.
+const TeamPrefix = "team-b-"
+
+// SeedInterleaved reserves n orphans (capvco_gone_c_m<i>_gpu_0, of a cluster that does not
+// exist) in location, each after one of another team's reservations (team-b-<i>), and returns
+// the orphans' ids: with vcosim.TeamChurn, the other team's releases land before the cursor
+// and between the orphans.
+func SeedInterleaved(t TB, f *Fixture, location string, n int) []string {
+	t.Helper()
+	names := make([]string, 0, 2*n)
+	for i := range n {
+		names = append(names, fmt.Sprintf("%s%d", TeamPrefix, i), fmt.Sprintf("capvco_gone_c_m%d_gpu_0", i))
+	}
+	ids, err := f.Sim.ReserveVGPUs(vcosim.SeedCustomer, location, vcosim.SeedStubGPUProfile, names...)
+	must(t, err)
+	orphans := make([]string, 0, n)
+	for i := 1; i < len(ids); i += 2 {
+		orphans = append(orphans, ids[i])
+	}
+	return orphans
+}

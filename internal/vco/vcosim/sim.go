@@ -85,6 +85,8 @@ type Sim struct {
 	mux    *http.ServeMux
 	routes []*route
 	faults *Faults
+
+	vgpuListHook VGPUListHook // SetVGPUListHook; guarded by mu
 }
 
 // RequestRecord is one served request, for tests that assert what a caller did.

@@ -159,13 +159,14 @@ func (s *Sim) listVGPUs(c *call) (any, error) {
 	if limit < 0 || start < 0 {
 		return nil, badRequest("Bad Request: limit and start_after must not be negative")
 	}
+	if err := s.runVGPUListHook(cu.ID, loc.Name, start, includeDeleted, onlyDeleted); err != nil {
+		return nil, err
+	}
 	var all []*VGPU
 	for _, v := range s.st.vgpusIn(cu.ID, loc.Name) {
-		deleted := v.DeletedAt != nil
-		if (deleted && !includeDeleted && !onlyDeleted) || (onlyDeleted && !deleted) {
-			continue
+		if listedVGPU(v, includeDeleted, onlyDeleted) {
+			all = append(all, v)
 		}
-		all = append(all, v)
 	}
 	count, pages := len(all), 1
 	page := all[min(start, count):]
@@ -184,6 +185,13 @@ func (s *Sim) listVGPUs(c *call) (any, error) {
 		data = append(data, w)
 	}
 	return map[string]any{"pagination": map[string]int{"limit": limit, "pages": pages, "count": count}, "data": data}, nil
+}
+
+// listedVGPU applies the list call's filters: the recycle bin is listed with include_deleted,
+// alone with only_deleted.
+func listedVGPU(v *VGPU, includeDeleted, onlyDeleted bool) bool {
+	deleted := v.DeletedAt != nil
+	return !(deleted && !includeDeleted && !onlyDeleted) && !(onlyDeleted && !deleted)
 }
 
 // wireVGPU is a struct, not a map: a 10,000-entry page encodes several times faster.

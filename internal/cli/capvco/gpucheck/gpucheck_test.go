@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -194,7 +195,7 @@ func TestFaultsExitTwo(t *testing.T) {
 		}, nil, "403 Forbidden: Forbidden: access denied"},
 		{"500 mid-listing", func(f *gpuchecktest.Fixture) {
 			f.Sim.Faults().Script(route, vcosim.Fault{}, vcosim.Fault{}, vcosim.Fault{Status: 500})
-		}, nil, "the vGPU list stopped after 400 of 1250 reservations"},
+		}, nil, "the vGPU list stopped after 384 of 1250 reservations"}, // pages overlap by 16
 		{"503", func(f *gpuchecktest.Fixture) { f.Sim.Faults().Add(vcosim.Fault{Route: route, Status: 503}) }, nil, "503 Service Unavailable"},
 		{"timeout mid-listing", func(f *gpuchecktest.Fixture) {
 			f.Sim.Faults().Script(route, vcosim.Fault{}, vcosim.Fault{Timeout: true})
@@ -351,5 +352,30 @@ func TestExitCodePerClass(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSeedCommandUnderChurn: the documented command, while another team releases a
+// reservation before the cursor and reserves one between every two pages (the simulator
+// does it before each page): the orphan that moves onto the page boundary is still found,
+// and the check exits 1, not "No orphaned vGPU reservations" and 0.
+func TestSeedCommandUnderChurn(t *testing.T) {
+	f := gpuchecktest.Seed(t, false)
+	names := make([]string, 0, 101)
+	for i := range 100 {
+		if i == 50 {
+			names = append(names, "capvco_gone_c_m0_gpu_0") // the first of the second page
+		}
+		names = append(names, fmt.Sprintf("%s%d", gpuchecktest.TeamPrefix, i))
+	}
+	ids, err := f.Sim.ReserveVGPUs(vcosim.SeedCustomer, gpuchecktest.Loc2, vcosim.SeedStubGPUProfile, names...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Sim.SetVGPUListHook(vcosim.TeamChurn(gpuchecktest.TeamPrefix, 1, 1))
+	r := run(t, f, runOpts{kube: true}, "-location", gpuchecktest.Loc2, "-orphans", "--page-size", "50")
+	wantCode(t, r, cmdutil.ExitFound)
+	if !strings.Contains(r.out, ids[50]) || !strings.Contains(r.out, "1 orphaned reservation") {
+		t.Fatalf("the orphan %s is not reported:\n%s", ids[50], r.out)
 	}
 }
