@@ -186,11 +186,14 @@ type RegisterOptions struct {
 // Registration is the printed shape of register-inventory (kind InventoryRegistration).
 type Registration struct {
 	cmdutil.TypeMeta `json:",inline"`
-	Provider         string   `json:"provider"`
-	Namespace        string   `json:"namespace"`
-	Version          string   `json:"version"`
-	DryRun           bool     `json:"dryRun"`
-	Changes          []Change `json:"changes"`
+	Provider         string `json:"provider"`
+	Namespace        string `json:"namespace"`
+	Version          string `json:"version"`
+	// VersionFrom says where the version came from (--version, the manager's Deployment, the
+	// inventory's existing entry) and, when the manager's carried none, why not.
+	VersionFrom string   `json:"versionFrom,omitempty"`
+	DryRun      bool     `json:"dryRun"`
+	Changes     []Change `json:"changes"`
 }
 
 // NewCmdRegisterInventory returns `move register-inventory`.
@@ -206,8 +209,15 @@ provider installed with Helm, Flux, Argo CD or plain manifests has none. It also
 inventory CRD from clusterctl's own manifest if it is missing, and adds clusterctl's labels to
 the provider's CRDs where they lack them. Idempotent; --dry-run shows what it would change.
 
-The version defaults to the running manager's (its Deployment's app.kubernetes.io/version label
-or image tag) and must be a semantic version, which clusterctl compares across clusters.`,
+The version must be a semantic version, which clusterctl compares across clusters. Without
+--version it is the running manager's (its Deployment's app.kubernetes.io/version label or
+image tag, as a release sets them), else the version the inventory already records for the
+provider (a source build tags its image with its content, which is no version; clusterctl init
+or an earlier registration recorded the release the components came from). With neither, pass
+--version.
+
+Exit codes: 0 registered (or, with --dry-run, shown), 2 an error, 3 bad usage or no version to
+record.`,
 			p.Name, p.Namespace, p.ManifestLabel(), p.Name, p.Type),
 		Example: fmt.Sprintf(`  %[1]s move register-inventory --dry-run
   %[1]s move register-inventory --version v0.1.0
@@ -238,25 +248,26 @@ func RunRegisterInventory(ctx context.Context, opts *RegisterOptions) error {
 	if err != nil {
 		return err
 	}
-	v := opts.Version
+	v, from := opts.Version, "--version"
 	if v == "" {
-		m, err := cmdutil.FindManager(ctx, c, opts.Provider.Namespace)
+		m, merr := cmdutil.FindManager(ctx, c, opts.Provider.Namespace)
+		existing, err := InventoryVersion(ctx, c, opts.Provider)
 		if err != nil {
-			return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("cannot tell the provider's version (%w); pass --version", err))
+			return err
 		}
-		if err := ValidateVersion(m.Version); err != nil {
-			return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("the manager's image %s does not carry a usable version (%w); pass --version", m.Image, err))
+		if v, from, err = ChooseVersion(m, merr, existing); err != nil {
+			return cmdutil.WithCode(cmdutil.ExitUsage, err)
 		}
-		v = m.Version
 	}
 	changes, err := RegisterInventory(ctx, c, opts.Provider, v, opts.DryRun)
 	r := Registration{TypeMeta: cmdutil.Meta("InventoryRegistration"), Provider: opts.Provider.ManifestLabel(),
-		Namespace: opts.Provider.Namespace, Version: v, DryRun: opts.DryRun, Changes: changes}
+		Namespace: opts.Provider.Namespace, Version: v, VersionFrom: from, DryRun: opts.DryRun, Changes: changes}
 	if perr := cmdutil.Print(opts.IO.Out, opts.Output, r, func() error {
 		prefix := ""
 		if opts.DryRun {
 			prefix = "(dry run) "
 		}
+		fmt.Fprintf(opts.IO.Out, "%sversion %s (%s)\n", prefix, v, from)
 		for _, ch := range changes {
 			fmt.Fprintf(opts.IO.Out, "%s%-9s %s  %s\n", prefix, ch.Action, ch.Object, ch.Detail)
 		}

@@ -9,6 +9,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
@@ -18,6 +19,8 @@ import (
 	clusterctlconfig "sigs.k8s.io/cluster-api/cmd/clusterctl/config"
 	utilyaml "sigs.k8s.io/cluster-api/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capx-io/capx/internal/cli/cmdutil"
 )
 
 // InventoryCRD is the name of clusterctl's inventory CRD.
@@ -70,6 +73,49 @@ func ValidateVersion(v string) error {
 		return fmt.Errorf("version %q is not a semantic version (v1.2.3) and clusterctl move would fail on it: %w", v, err)
 	}
 	return nil
+}
+
+// ChooseVersion picks the version to register when --version was not given: the manager's
+// (m, or the error finding it), when it is a semantic version, as a release's Deployment
+// carries one; else existing, the version the inventory already records, as clusterctl init or
+// an earlier registration wrote it (a source build's image tag is its content, no version).
+// from says where the version came from and, when the manager's was not used, why.
+func ChooseVersion(m *cmdutil.ManagerVersion, managerErr error, existing string) (version, from string, err error) {
+	var why string
+	switch {
+	case managerErr != nil:
+		why = "the manager's version is unknown: " + managerErr.Error()
+	case ValidateVersion(m.Version) == nil:
+		return m.Version, fmt.Sprintf("the manager's Deployment %s/%s, image %s", m.Namespace, m.Deployment, m.Image), nil
+	case m.Version == "":
+		why = fmt.Sprintf("the manager's image %s has no tag and its Deployment no app.kubernetes.io/version label", m.Image)
+	default:
+		why = fmt.Sprintf("the manager's image %s is tagged %q, which is no version (a source build tags its images with their content)", m.Image, m.Version)
+	}
+	if existing != "" && ValidateVersion(existing) == nil {
+		return existing, "kept from the inventory's existing entry; " + why, nil
+	}
+	if existing != "" {
+		why += fmt.Sprintf("; the inventory's existing entry records %q, which is no semantic version either", existing)
+	} else {
+		why += "; the inventory has no entry for the provider yet"
+	}
+	return "", "", fmt.Errorf("cannot tell the provider's version: %s; pass --version with the release the components came from (e.g. --version v0.1.0)", why)
+}
+
+// InventoryVersion returns the version the cluster's inventory records for p, or "" when it
+// has no entry (or clusterctl's inventory CRD is not installed).
+func InventoryVersion(ctx context.Context, c client.Reader, p Provider) (string, error) {
+	want := p.InventoryObject("")
+	have := &clusterctlv1.Provider{}
+	err := c.Get(ctx, client.ObjectKeyFromObject(want), have)
+	switch {
+	case err == nil:
+		return have.Version, nil
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return "", nil
+	}
+	return "", fmt.Errorf("read Provider %s/%s: %w", want.Namespace, want.Name, err)
 }
 
 // Change is one thing RegisterInventory did (or, with dryRun, would do).
