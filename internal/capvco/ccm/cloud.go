@@ -58,6 +58,8 @@ type Cloud struct {
 	// replaced fails its reads instead, and a restart looks the name up again.
 	mu       sync.Mutex
 	resolved map[string]string
+
+	locks sync.Map // Service namespace/name -> *sync.Mutex
 }
 
 // New builds the cloud for a checked config.

@@ -3,11 +3,12 @@ package ccm
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/cloud-provider/api"
-	servicehelper "k8s.io/cloud-provider/service/helpers"
 
 	"github.com/capx-io/capx/internal/capvco/ccm/servicelb"
 )
@@ -37,6 +38,7 @@ func (c *Cloud) GetLoadBalancerName(_ context.Context, _ string, svc *corev1.Ser
 
 // EnsureLoadBalancer implements cloudprovider.LoadBalancer.
 func (c *Cloud) EnsureLoadBalancer(ctx context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
+	defer c.lock(svc)()
 	p, sites, err := c.sites(ctx)
 	if err != nil {
 		return nil, err
@@ -53,6 +55,7 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, _ string, svc *corev1.Se
 // last), Update cannot write the Service's status, so it asks the service controller to run
 // Ensure, which does.
 func (c *Cloud) UpdateLoadBalancer(ctx context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) error {
+	defer c.lock(svc)()
 	p, sites, err := c.sites(ctx)
 	if err != nil {
 		return err
@@ -64,7 +67,7 @@ func (c *Cloud) UpdateLoadBalancer(ctx context.Context, _ string, svc *corev1.Se
 	if err != nil {
 		return err
 	}
-	if !servicehelper.LoadBalancerStatusEqual(&svc.Status.LoadBalancer, st) {
+	if !sameAddresses(svc.Status.LoadBalancer, *st) {
 		return api.NewRetryError("the Service's load balancer addresses changed with its nodes; publishing them", publishRetry)
 	}
 	return nil
@@ -72,6 +75,7 @@ func (c *Cloud) UpdateLoadBalancer(ctx context.Context, _ string, svc *corev1.Se
 
 // EnsureLoadBalancerDeleted implements cloudprovider.LoadBalancer.
 func (c *Cloud) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *corev1.Service) error {
+	defer c.lock(svc)()
 	p, sites, err := c.sites(ctx)
 	if err != nil {
 		return err
@@ -96,7 +100,9 @@ func (c *Cloud) SyncMembers(ctx context.Context, services []*corev1.Service, nod
 	}
 	var errs []error
 	for _, svc := range wanted {
+		unlock := c.lock(svc)
 		errs = append(errs, c.balancer.SyncMembers(ctx, p, sites, svc, nodes))
+		unlock()
 	}
 	return errors.Join(errs...)
 }
@@ -105,4 +111,26 @@ func (c *Cloud) SyncMembers(ctx context.Context, services []*corev1.Service, nod
 // loadBalancerClass (another implementation's), not being deleted.
 func WantsLoadBalancer(svc *corev1.Service) bool {
 	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.LoadBalancerClass == nil && svc.DeletionTimestamp.IsZero()
+}
+
+// lock serialises the calls for one Service: the service controller's service and node
+// workers, and the members controller, may otherwise act on the same pool at once.
+func (c *Cloud) lock(svc *corev1.Service) func() {
+	m, _ := c.locks.LoadOrStore(svc.Namespace+"/"+svc.Name, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
+}
+
+// sameAddresses compares the published IPs only: the API server fills in fields (ipMode)
+// the CCM leaves to it.
+func sameAddresses(a, b corev1.LoadBalancerStatus) bool {
+	ips := func(s corev1.LoadBalancerStatus) []string {
+		var out []string
+		for _, i := range s.Ingress {
+			out = append(out, i.IP)
+		}
+		return out
+	}
+	return slices.Equal(ips(a), ips(b))
 }

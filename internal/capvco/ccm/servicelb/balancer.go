@@ -57,7 +57,7 @@ func (b Balancer) Ensure(ctx context.Context, api API, sites []instances.Site, s
 			errs = append(errs, fmt.Errorf("site %s: %w", s.Name, err))
 		}
 		if ip != "" {
-			status.Ingress = append(status.Ingress, corev1.LoadBalancerIngress{IP: ip})
+			status.Ingress = append(status.Ingress, ingress(ip))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -167,7 +167,7 @@ func (b Balancer) Status(ctx context.Context, api API, sites []instances.Site, s
 		}
 		if len(lbs) > 0 {
 			exists = true
-			status.Ingress = append(status.Ingress, corev1.LoadBalancerIngress{IP: lbs[0].FrontEnd.IPAddress})
+			status.Ingress = append(status.Ingress, ingress(lbs[0].FrontEnd.IPAddress))
 			continue
 		}
 		pools, err := api.ListServerPools(ctx, s.CloudspaceID)
@@ -238,4 +238,11 @@ func owned(ctx context.Context, api API, cloudspaceID, pool string) ([]vco.LoadB
 		out = append(out, full)
 	}
 	return out, nil
+}
+
+// ingress is one published address. The mode is VIP, as the API server would default it:
+// in-cluster clients of the address are served by kube-proxy directly.
+func ingress(ip string) corev1.LoadBalancerIngress {
+	vip := corev1.LoadBalancerIPModeVIP
+	return corev1.LoadBalancerIngress{IP: ip, IPMode: &vip}
 }
