@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+
+	"github.com/capx-io/capx/internal/capvco/ccm"
+	"github.com/capx-io/capx/internal/capvco/names"
+	"github.com/capx-io/capx/internal/testenv"
+	"github.com/capx-io/capx/internal/vco"
+	"github.com/capx-io/capx/internal/vco/vcosim"
+	"github.com/capx-io/capx/internal/vco/vcotest"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, testenv.Options{}, &env)) }
+
+// TestCommand runs the command as the binary does (flags, the library's serving and
+// controllers, the cloud-config and credential files) and sees it initialise a Node.
+func TestCommand(t *testing.T) {
+	sim := vcosim.NewTestServer(t, vcosim.Options{})
+	api := vcotest.Client(t, sim, vcosim.SeedClusterPrinc)
+	ctx := context.Background()
+	cs, _, err := api.EnsureCloudspace(ctx, vco.CreateCloudspaceRequest{Name: names.Cloudspace("team-a", "cmd", names.PrimarySite), Location: vcosim.SeedLocation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := api.FindImage(ctx, vcosim.SeedLocation, vcosim.SeedImageName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _, err := api.EnsureVM(ctx, cs.ID, vco.CreateVMRequest{Name: "cmd-cp-0", Hostname: "cmd-cp-0", VCPUs: 2, MemoryMiB: 2048, ImageID: img.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	creds := filepath.Join(dir, "credentials")
+	if err := os.Mkdir(creds, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := sim.Token(vcosim.SeedClusterPrinc, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, val := range map[string]string{vco.SecretKeyURL: sim.APIURL(), vco.SecretKeyCustomer: vcosim.SeedCustomer, vco.SecretKeyJWT: tok} {
+		if err := os.WriteFile(filepath.Join(creds, k), []byte(val), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cloudConfig := filepath.Join(dir, "cloud-config.yaml")
+	if err := os.WriteFile(cloudConfig, []byte("credentialsDir: "+creds+"\ncluster: {namespace: team-a, name: cmd}\nsites: [{name: primary, location: "+vcosim.SeedLocation+"}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	stop := make(chan struct{})
+	cmd, err := ccm.NewCommand(stop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.SetArgs([]string{"--kubeconfig=" + env.KubeconfigPath, "--cloud-config=" + cloudConfig, "--leader-elect=false",
+		"--secure-port=0", "--node-monitor-period=1s"})
+	done := make(chan error, 1)
+	go func() { done <- cmd.Execute() }()
+	t.Cleanup(func() {
+		close(stop)
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("the command did not stop")
+		}
+	})
+
+	kube := kubernetes.NewForConfigOrDie(env.Config)
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cmd-cp-0"},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: cloudproviderapi.TaintExternalCloudProvider, Value: "true", Effect: corev1.TaintEffectNoSchedule}}}}
+	if _, err := kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := names.ProviderID(vcosim.SeedLocation, v.ID)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case err := <-done:
+			t.Fatalf("the command ended: %v", err)
+		default:
+		}
+		got, err := kube.CoreV1().Nodes().Get(ctx, "cmd-cp-0", metav1.GetOptions{})
+		if err == nil && got.Spec.ProviderID == want && !tainted(got) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Node was not initialised: providerID %q, taints %v", got.Spec.ProviderID, got.Spec.Taints)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// tainted reports the uninitialised taint (the API server adds not-ready to a Node without a
+// Ready condition; that one is the kubelet's business).
+func tainted(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == cloudproviderapi.TaintExternalCloudProvider {
+			return true
+		}
+	}
+	return false
+}
