@@ -37,7 +37,7 @@ func BenchmarkRelease1000Of10000(b *testing.B) {
 		}
 		var sel []gpucheck.Finding
 		for _, fd := range rep.Findings {
-			if gpucheck.Selectable(fd, false) {
+			if gpucheck.Selectable(fd, gpucheck.OptIns{}) {
 				sel = append(sel, fd)
 			}
 		}

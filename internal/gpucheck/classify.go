@@ -33,8 +33,25 @@ func Classify(r Reservation, owners *Owners, now time.Time) Finding {
 	// An orphan is unattached (as the seed's check has it), except one attached to a VM that
 	// is not its machine's: that is billed for somebody else's use and nobody will release it.
 	f.Orphan = f.Class == AttachedForeign || (!r.Attached() && f.Class != Owned && f.Class != Foreign)
-	f.Releasable = f.Orphan && !r.Attached()
+	f.Releasable, f.ReleaseNeeds = releasable(f)
 	return f
+}
+
+// releasable decides what `release` may select: an unattached orphan whose name parses
+// exactly and whose owner the management cluster confirmed gone, with no opt-in; one whose
+// name only starts with "capvco" (gpuname.LooksOurs is a loose, case-insensitive prefix:
+// "capvco-keep-do-not-delete", another team's "CapVcoTraining…", a "…_gpu_0-keep" kept on
+// purpose) or whose owner nobody checked only with the opt-in it names.
+func releasable(f Finding) (bool, string) {
+	switch {
+	case !f.Orphan || f.Attached():
+		return false, ""
+	case f.Owner == nil:
+		return false, OptInRenamed
+	case !f.OwnerVerified:
+		return false, OptInUnverified
+	}
+	return true, ""
 }
 
 func classifyUnverified(r Reservation) (Class, string) {

@@ -13,7 +13,8 @@ import (
 // is releasable, nothing owned or foreign is an orphan, and an owner is set exactly when the
 // name parses.
 func FuzzClassify(f *testing.F) {
-	for _, s := range []string{"capvco_ns_c1_m1_gpu_0", "capvco_ns_c1_m9_gpu_0", "CAPVCO_x", "capvco", "", "capvco_ns_c1_m1_gpu_01", "ml-gpu", "capvco_ns_c1_m1_gpu_0\x00"} {
+	for _, s := range []string{"capvco_ns_c1_m1_gpu_0", "capvco_ns_c1_m9_gpu_0", "CAPVCO_x", "capvco", "", "capvco_ns_c1_m1_gpu_01", "ml-gpu", "capvco_ns_c1_m1_gpu_0\x00",
+		"capvco-keep-do-not-delete", "CapVcoTrainingReservedByTeamB", "capvco_ns_c1_m9_gpu_0-keep"} {
 		f.Add(s, false, false, 0)
 		f.Add(s, true, false, 105)
 		f.Add(s, false, true, 7)
@@ -32,8 +33,14 @@ func FuzzClassify(f *testing.F) {
 		}
 		for _, o := range []*gpucheck.Owners{owners, nil} {
 			fd := gpucheck.Classify(r, o, now)
-			if fd.Releasable && (r.Attached() || !fd.Orphan) {
+			if (fd.Releasable || fd.ReleaseNeeds != "") && (r.Attached() || !fd.Orphan) {
 				t.Fatalf("%q: releasable while attached or not an orphan: %+v", name, fd)
+			}
+			if fd.Releasable && (fd.Owner == nil || !fd.OwnerVerified || fd.ReleaseNeeds != "") {
+				t.Fatalf("%q: selected with no opt-in though not an exact, verified name: %+v", name, fd)
+			}
+			if fd.Orphan && !r.Attached() && !fd.Releasable && fd.ReleaseNeeds == "" {
+				t.Fatalf("%q: an unattached orphan that no opt-in can release: %+v", name, fd)
 			}
 			if fd.Orphan && (fd.Class == gpucheck.Owned || fd.Class == gpucheck.Foreign) {
 				t.Fatalf("%q: %s counted as an orphan", name, fd.Class)

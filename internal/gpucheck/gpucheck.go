@@ -117,8 +117,15 @@ type Finding struct {
 	// Orphan marks what is billed and no one will release: what makes the check exit 1. It
 	// is always unattached, except for AttachedForeign.
 	Orphan bool `json:"orphan"`
-	// Releasable marks the orphans `release` may release: unattached ones.
+	// Releasable marks the orphans `release` selects with no opt-in: unattached, named
+	// exactly capvco_<ns>_<cluster>_<machine>_gpu_<n>, and confirmed ownerless by the
+	// management cluster.
 	Releasable bool `json:"releasable"`
+	// ReleaseNeeds names the opt-in flag that makes `release` select an unattached orphan
+	// that is not Releasable: OptInRenamed for a name that only starts with "capvco" (it
+	// may be kept on purpose, or be another team's), OptInUnverified for an owner nobody
+	// checked. --id selects a renamed one too. Empty otherwise.
+	ReleaseNeeds string `json:"releaseNeeds,omitempty"`
 	// BilledInRecycleBin is how long a recycle-bin reservation has been billed since it was
 	// deleted: the only billed duration the platform tells (it has no reservation time).
 	BilledInRecycleBin *Duration `json:"billedInRecycleBin,omitempty"`
@@ -146,12 +153,21 @@ type LocationStatus struct {
 	Error string `json:"error,omitempty"`
 }
 
+// The opt-in flags of release, as ReleaseNeeds names them.
+const (
+	OptInRenamed    = "--include-renamed"
+	OptInUnverified = "--allow-unverified"
+)
+
 // Summary counts a report.
 type Summary struct {
-	Reservations int           `json:"reservations"`
-	Orphans      int           `json:"orphans"`
-	Releasable   int           `json:"releasable"`
-	ByClass      map[Class]int `json:"byClass"`
+	Reservations int `json:"reservations"`
+	Orphans      int `json:"orphans"`
+	// Releasable counts what `release` selects with no opt-in; ReleasableWith what each
+	// opt-in flag adds.
+	Releasable     int            `json:"releasable"`
+	ReleasableWith map[string]int `json:"releasableWith,omitempty"`
+	ByClass        map[Class]int  `json:"byClass"`
 }
 
 // Report is the outcome of a scan.
@@ -208,6 +224,12 @@ func (r *Report) summarize() {
 		}
 		if f.Releasable {
 			s.Releasable++
+		}
+		if f.ReleaseNeeds != "" {
+			if s.ReleasableWith == nil {
+				s.ReleasableWith = map[string]int{}
+			}
+			s.ReleasableWith[f.ReleaseNeeds]++
 		}
 	}
 	r.Summary = s

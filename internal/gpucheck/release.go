@@ -43,11 +43,21 @@ type Releaser struct {
 	released map[string][]int
 }
 
-// Selectable says whether f may be handed to Release: a releasable orphan, and one whose
-// name names an owner nobody checked only when allowUnverified.
-func Selectable(f Finding, allowUnverified bool) bool {
-	return f.Releasable && (f.Owner == nil || f.OwnerVerified || allowUnverified)
+// OptIns are what a release may select beyond the Releasable orphans.
+type OptIns struct {
+	// Renamed: orphans whose names only start with "capvco" (--include-renamed).
+	Renamed bool
+	// Unverified: orphans whose owner no management cluster checked (--allow-unverified).
+	Unverified bool
 }
+
+// allows says whether the opt-ins cover the flag a finding needs.
+func (o OptIns) allows(needs string) bool {
+	return needs == OptInRenamed && o.Renamed || needs == OptInUnverified && o.Unverified
+}
+
+// Selectable says whether f may be handed to Release under these opt-ins.
+func Selectable(f Finding, o OptIns) bool { return f.Releasable || o.allows(f.ReleaseNeeds) }
 
 // Release releases each finding (all must be Selectable) and returns one result per finding,
 // in order. For each, in this order so that the last check is closest to the release: the
@@ -78,7 +88,7 @@ func (r *Releaser) releaseOne(ctx context.Context, f Finding) ReleaseResult {
 		return ReleaseResult{Finding: f, Outcome: Skipped, Detail: fmt.Sprintf(format, a...)}
 	}
 	fail := func(err error) ReleaseResult { return ReleaseResult{Finding: f, Outcome: Failed, Detail: err.Error()} }
-	if !f.Releasable {
+	if !f.Releasable && f.ReleaseNeeds == "" {
 		return skip("not a releasable orphan (%s)", f.Class)
 	}
 	if err := ctx.Err(); err != nil {

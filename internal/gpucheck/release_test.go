@@ -8,12 +8,13 @@ import (
 	"github.com/capx-io/capx/internal/gpucheck"
 	"github.com/capx-io/capx/internal/gpucheck/gpuchecktest"
 	"github.com/capx-io/capx/internal/vco"
+	"github.com/capx-io/capx/internal/vco/vcosim"
 )
 
-func selectable(rep *gpucheck.Report, allowUnverified bool) []gpucheck.Finding {
+func selectable(rep *gpucheck.Report, o gpucheck.OptIns) []gpucheck.Finding {
 	var out []gpucheck.Finding
 	for _, f := range rep.Findings {
-		if gpucheck.Selectable(f, allowUnverified) {
+		if gpucheck.Selectable(f, o) {
 			out = append(out, f)
 		}
 	}
@@ -54,14 +55,14 @@ func TestReleaseCannotBeTricked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sel := selectable(rep, false)
+	sel := selectable(rep, gpucheck.OptIns{Renamed: true})
 	selected := map[string]bool{}
 	for _, s := range sel {
 		selected[s.ID] = true
 	}
 	for _, c := range gpuchecktest.Cases {
-		if selected[f.IDs[c.Label]] != c.Releasable {
-			t.Fatalf("%s: selected %v, want %v", c.Label, selected[f.IDs[c.Label]], c.Releasable)
+		if want := c.Releasable || c.Needs == gpucheck.OptInRenamed; selected[f.IDs[c.Label]] != want {
+			t.Fatalf("%s: selected %v, want %v", c.Label, selected[f.IDs[c.Label]], want)
 		}
 	}
 
@@ -127,20 +128,24 @@ func TestReleaseCannotBeTricked(t *testing.T) {
 	}
 }
 
-// TestReleaseUnverified: without a management cluster, parsed names are released only when
-// the caller allows unverified releases, and then without an owner check.
+// TestReleaseUnverified: without a management cluster nothing is selected without an opt-in;
+// parsed names are released only when the caller allows unverified releases, and then
+// without an owner check.
 func TestReleaseUnverified(t *testing.T) {
 	f := gpuchecktest.Seed(t, false)
 	rep, err := scan(t, f, false, gpuchecktest.Loc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range selectable(rep, false) {
+	if sel := selectable(rep, gpucheck.OptIns{}); len(sel) > 0 {
+		t.Fatalf("%s selectable without an opt-in and without a management cluster", sel[0].Name)
+	}
+	for _, s := range selectable(rep, gpucheck.OptIns{Renamed: true}) {
 		if s.Class == gpucheck.Unverified {
 			t.Fatalf("%s selectable without allowing unverified releases", s.Name)
 		}
 	}
-	sel := selectable(rep, true)
+	sel := selectable(rep, gpucheck.OptIns{Renamed: true, Unverified: true})
 	results := (&gpucheck.Releaser{Platform: f.Client}).Release(context.Background(), sel)
 	released := 0
 	for _, r := range results {
@@ -155,5 +160,38 @@ func TestReleaseUnverified(t *testing.T) {
 	}
 	if !f.Billed(f.IDs["owned-attached"]) || !f.Billed(f.IDs["attached-foreign-vm"]) {
 		t.Fatal("an attached reservation was released")
+	}
+}
+
+// kept are reservations whose names start with "capvco" but are not CAPVCO's own scheme: a
+// reservation kept on purpose (the runbook's "-keep"), another team's, a bare prefix.
+var kept = []string{"capvco-keep-do-not-delete", "CapVcoTrainingReservedByTeamB", "capvco", "capvco_ns_c1_m9_gpu_0-keep"}
+
+// TestReleaseNeedsOptInForLooseNames: with the management cluster, a release with no opt-in
+// selects none of them; --include-renamed (or an --id) does.
+func TestReleaseNeedsOptInForLooseNames(t *testing.T) {
+	f := gpuchecktest.SeedOne(t, gpuchecktest.Cases[0])
+	ids, err := f.Sim.ReserveVGPUs(vcosim.SeedCustomer, gpuchecktest.Loc, vcosim.SeedStubGPUProfile, kept...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := scan(t, f, true, gpuchecktest.Loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sel := selectable(rep, gpucheck.OptIns{}); len(sel) > 0 {
+		t.Fatalf("selected with no opt-in: %q", sel[0].Name)
+	}
+	if sel := selectable(rep, gpucheck.OptIns{Renamed: true}); len(sel) != len(kept) {
+		t.Fatalf("--include-renamed selects %d of %d", len(sel), len(kept))
+	}
+	got := byID(rep)
+	for _, id := range ids {
+		if fd := got[id]; fd.Releasable || fd.ReleaseNeeds != gpucheck.OptInRenamed {
+			t.Errorf("%q: releasable %v, needs %q", fd.Name, fd.Releasable, fd.ReleaseNeeds)
+		}
+	}
+	if rep.Summary.Releasable != 0 || rep.Summary.ReleasableWith[gpucheck.OptInRenamed] != len(kept) {
+		t.Fatalf("summary %+v", rep.Summary)
 	}
 }

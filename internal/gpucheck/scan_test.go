@@ -61,8 +61,8 @@ func TestScanClassifies(t *testing.T) {
 					t.Errorf("%s (%q): class %q (%s), want %q", c.Label, c.Name, fd.Class, fd.Reason, want)
 					continue
 				}
-				if withCluster && fd.Releasable != c.Releasable {
-					t.Errorf("%s: releasable %v, want %v", c.Label, fd.Releasable, c.Releasable)
+				if withCluster && (fd.Releasable != c.Releasable || fd.ReleaseNeeds != c.Needs) {
+					t.Errorf("%s: releasable %v needs %q, want %v %q", c.Label, fd.Releasable, fd.ReleaseNeeds, c.Releasable, c.Needs)
 				}
 				if fd.Releasable && fd.Attached() {
 					t.Errorf("%s: an attached reservation is releasable", c.Label)

@@ -47,8 +47,10 @@ type Case struct {
 	SoftDelete bool
 	// Want is the class with the management cluster; WantUnverified without it.
 	Want, WantUnverified gpucheck.Class
-	// Releasable with the management cluster.
+	// Releasable with the management cluster: release selects it with no opt-in. Needs is
+	// the opt-in flag that selects it otherwise (gpucheck.OptInRenamed), "" for none.
 	Releasable bool
+	Needs      string
 }
 
 // Cases are the hand-made reservations of Loc. Machines ns/m1 (VM "m1") and ns/m2 (being
@@ -61,16 +63,16 @@ var Cases = []Case{
 	{Label: "orphan-machine-gone", Name: "capvco_ns_c1_m9_gpu_0", Want: gpucheck.Orphaned, WantUnverified: gpucheck.Unverified, Releasable: true},
 	{Label: "orphan-cluster-gone", Name: "capvco_old_gone_m1_gpu_0", Want: gpucheck.Orphaned, WantUnverified: gpucheck.Unverified, Releasable: true},
 	{Label: "orphan-same-machine-name-other-cluster", Name: "capvco_ns_c2_m1_gpu_0", Want: gpucheck.Orphaned, WantUnverified: gpucheck.Unverified, Releasable: true},
-	{Label: "renamed-dashes", Name: "capvco-ns-c1-m3-gpu-0", Want: gpucheck.Renamed, WantUnverified: gpucheck.Renamed, Releasable: true},
-	{Label: "renamed-upper", Name: "CAPVCO_ns_c1_m1_gpu_0", Want: gpucheck.Renamed, WantUnverified: gpucheck.Renamed, Releasable: true},
-	{Label: "renamed-leading-zero", Name: "capvco_ns_c1_m1_gpu_01", Want: gpucheck.Renamed, WantUnverified: gpucheck.Renamed, Releasable: true},
-	{Label: "renamed-trailing-space", Name: "capvco_ns_c1_m1_gpu_0 ", Want: gpucheck.Renamed, WantUnverified: gpucheck.Renamed, Releasable: true},
+	{Label: "renamed-dashes", Name: "capvco-ns-c1-m3-gpu-0", Want: gpucheck.Renamed, WantUnverified: gpucheck.Renamed, Needs: gpucheck.OptInRenamed},
+	{Label: "renamed-upper", Name: "CAPVCO_ns_c1_m1_gpu_0", Want: gpucheck.Renamed, WantUnverified: gpucheck.Renamed, Needs: gpucheck.OptInRenamed},
+	{Label: "renamed-leading-zero", Name: "capvco_ns_c1_m1_gpu_01", Want: gpucheck.Renamed, WantUnverified: gpucheck.Renamed, Needs: gpucheck.OptInRenamed},
+	{Label: "renamed-trailing-space", Name: "capvco_ns_c1_m1_gpu_0 ", Want: gpucheck.Renamed, WantUnverified: gpucheck.Renamed, Needs: gpucheck.OptInRenamed},
 	{Label: "renamed-attached-to-our-vm", Name: "capvco_ns_c1_m1_gpu_0_old", AttachTo: "m1", Want: gpucheck.Renamed, WantUnverified: gpucheck.Renamed},
 	{Label: "attached-foreign-vm", Name: "capvco_ns_c1_m1_gpu_2", AttachTo: "jupyter", Want: gpucheck.AttachedForeign, WantUnverified: gpucheck.Unverified},
 	{Label: "attached-orphan", Name: "capvco_ns_c1_m8_gpu_0", AttachTo: "m8-old", Want: gpucheck.AttachedForeign, WantUnverified: gpucheck.Unverified},
 	{Label: "renamed-attached-foreign-vm", Name: "capvco-scratch", AttachTo: "jupyter", Want: gpucheck.AttachedForeign, WantUnverified: gpucheck.Renamed},
 	{Label: "recycle-bin", Name: "capvco_ns_c1_m7_gpu_0", SoftDelete: true, Want: gpucheck.RecycleBin, WantUnverified: gpucheck.RecycleBin, Releasable: true},
-	{Label: "recycle-bin-renamed", Name: "capvco-leftover", SoftDelete: true, Want: gpucheck.RecycleBin, WantUnverified: gpucheck.RecycleBin, Releasable: true},
+	{Label: "recycle-bin-renamed", Name: "capvco-leftover", SoftDelete: true, Want: gpucheck.RecycleBin, WantUnverified: gpucheck.RecycleBin, Needs: gpucheck.OptInRenamed},
 	{Label: "recycle-bin-owned", Name: "capvco_ns_c1_m1_gpu_3", SoftDelete: true, Want: gpucheck.Owned, WantUnverified: gpucheck.RecycleBin},
 	{Label: "foreign", Name: "ml-team-a100", Want: gpucheck.Foreign, WantUnverified: gpucheck.Foreign},
 	{Label: "foreign-prefixed", Name: "xcapvco_ns_c1_m9_gpu_0", Want: gpucheck.Foreign, WantUnverified: gpucheck.Foreign},

@@ -268,15 +268,18 @@ func TestCredentialSources(t *testing.T) {
 	t.Run("release hint repeats the flags", func(t *testing.T) {
 		r := run(t, f, runOpts{env: none}, "--url", f.Creds.URL, "--customer", f.Creds.Customer, "--jwt-file", jwt, "-location", gpuchecktest.Loc, "--ownership", "off")
 		wantCode(t, r, cmdutil.ExitFound)
-		want := "Release them with: capvco-gpucheck release --location " + gpuchecktest.Loc + " --url " + f.Creds.URL + " --customer acme --jwt-file " + jwt + " --ownership off\n"
+		// Names only: nothing is releasable without an opt-in, so the hint carries the one
+		// that releases the unverified orphans.
+		const lead = "release them with: capvco-gpucheck "
+		want := lead + "release --location " + gpuchecktest.Loc + " --url " + f.Creds.URL + " --customer acme --jwt-file " + jwt + " --ownership off --allow-unverified\n"
 		if !strings.HasSuffix(r.out, want) || strings.Contains(r.out, f.Creds.JWT) {
 			t.Fatalf("stdout ends %q, want %q", r.out[max(0, len(r.out)-300):], want)
 		}
 		// The hint works as printed.
-		args := strings.Fields(strings.TrimPrefix(strings.TrimSuffix(want, "\n"), "Release them with: capvco-gpucheck "))
+		args := strings.Fields(strings.TrimPrefix(strings.TrimSuffix(want, "\n"), lead))
 		rel := run(t, f, runOpts{env: none}, append(args, "--yes")...)
 		wantCode(t, rel, cmdutil.ExitFound)
-		if !strings.Contains(rel.out, "Released 5, skipped 0, failed 0.") {
+		if !strings.Contains(rel.out, "Released 8, skipped 0, failed 0.") {
 			t.Fatalf("the hinted release:\n%s\n%s", rel.out, rel.errOut)
 		}
 	})

@@ -68,6 +68,7 @@ type Options struct {
 	// Release.
 	Yes             bool
 	AllowUnverified bool
+	IncludeRenamed  bool
 	IDs             []string
 
 	// Standalone credential sources.

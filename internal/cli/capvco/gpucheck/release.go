@@ -73,8 +73,14 @@ func runRelease(ctx context.Context, o *Options) error {
 	return o.exitAfterRelease(rep, selected, results)
 }
 
-// selectOrphans picks what may be released: releasable orphans, unverified ones only with
-// --allow-unverified, and only the --id ones when given.
+// optIns are the release's opt-ins; an --id is the opt-in for the renamed reservation it
+// names.
+func (o *Options) optIns() gpucheck.OptIns {
+	return gpucheck.OptIns{Renamed: o.IncludeRenamed || len(o.IDs) > 0, Unverified: o.AllowUnverified}
+}
+
+// selectOrphans picks what may be released: the Releasable orphans, the others only with the
+// opt-in each needs, and only the --id ones when given.
 func (o *Options) selectOrphans(rep *gpucheck.Report) ([]gpucheck.Finding, error) {
 	var out []gpucheck.Finding
 	byID := map[string]gpucheck.Finding{}
@@ -88,7 +94,7 @@ func (o *Options) selectOrphans(rep *gpucheck.Report) ([]gpucheck.Finding, error
 			switch {
 			case !ok:
 				errs = append(errs, fmt.Errorf("--id %s: no such reservation in the locations read", id))
-			case !gpucheck.Selectable(f, o.AllowUnverified):
+			case !gpucheck.Selectable(f, o.optIns()):
 				errs = append(errs, fmt.Errorf("--id %s (%s): not releasable: %s, %s", id, quote(f.Name), f.Class, notReleasableWhy(f)))
 			default:
 				out = append(out, f)
@@ -100,7 +106,7 @@ func (o *Options) selectOrphans(rep *gpucheck.Report) ([]gpucheck.Finding, error
 		return out, nil
 	}
 	for _, f := range rep.Findings {
-		if gpucheck.Selectable(f, o.AllowUnverified) {
+		if gpucheck.Selectable(f, o.optIns()) {
 			out = append(out, f)
 		}
 	}
@@ -113,7 +119,10 @@ func notReleasableWhy(f gpucheck.Finding) string {
 		return "it is not an orphan"
 	case f.Attached():
 		return "it is attached to VM " + attachedTo(f) + ": detach it or delete the VM first"
-	case !f.OwnerVerified:
+	case f.ReleaseNeeds == gpucheck.OptInRenamed:
+		return "its name is not exactly capvco_<ns>_<cluster>_<machine>_gpu_<n>, so it may be kept on purpose or be another team's: " +
+			"once you know nobody keeps it, release it by --id (or all such with --include-renamed)"
+	case f.ReleaseNeeds == gpucheck.OptInUnverified:
 		return "its owner was not checked against the management cluster (pass --allow-unverified if no management cluster owns it)"
 	}
 	return "it cannot be released"
@@ -230,8 +239,13 @@ Only unattached orphans are released. Just before each release the owner is read
 management cluster (a machine that came back keeps its reservation) and the reservation is read
 again from the platform (renamed, attached, restored or gone since the listing: skipped). The
 release itself says detach=false, so a reservation attached in the last instant is refused by the
-platform rather than detached. Without a management cluster, reservations whose names name an
-owner are released only with --allow-unverified. One result line per reservation.
+platform rather than detached. One result line per reservation.
+
+By default only orphans named exactly capvco_<ns>_<cluster>_<machine>_gpu_<n> whose machine or
+cluster the management cluster confirmed gone are selected. A name that only starts with
+"capvco" (renamed, kept on purpose such as capvco_..._gpu_0-keep, or another team's) is released
+only by --id or with --include-renamed; without a management cluster, a parsed name only with
+--allow-unverified.
 
 Exit codes: 0 no orphan is left (of those --id names, when given); 1 orphans remain (attached,
 skipped, or not selected); 2 an
@@ -253,6 +267,7 @@ flags, or no terminal to confirm on without --yes; 4 the question was answered n
 	o.addFlags(cmd)
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Release without asking.")
 	cmd.Flags().BoolVar(&o.AllowUnverified, "allow-unverified", false, "Also release unattached reservations whose owner no management cluster confirmed gone.")
-	cmd.Flags().StringSliceVar(&o.IDs, "id", nil, "Release only these reservation ids (repeatable); each must be a releasable orphan.")
+	cmd.Flags().BoolVar(&o.IncludeRenamed, "include-renamed", false, "Also release unattached orphans whose names only start with capvco (renamed, kept on purpose, or another team's): check each first.")
+	cmd.Flags().StringSliceVar(&o.IDs, "id", nil, "Release only these reservation ids (repeatable); each must be an unattached orphan (a renamed one too; an unverified one with --allow-unverified).")
 	return cmd
 }

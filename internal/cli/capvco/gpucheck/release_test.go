@@ -62,11 +62,11 @@ func TestReleaseOnATerminal(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	r := run(t, f, runOpts{kube: true, tty: true, stdin: &answer{tricks: tricks, text: "yes\n"}}, "release", "-location", gpuchecktest.Loc)
+	r := run(t, f, runOpts{kube: true, tty: true, stdin: &answer{tricks: tricks, text: "yes\n"}}, "release", "-location", gpuchecktest.Loc, "--include-renamed")
 	wantCode(t, r, cmdutil.ExitFound) // the attached-foreign orphans and the skipped ones remain
 	golden(t, "release-tty", r.out)
 	for _, c := range gpuchecktest.Cases {
-		if c.Releasable && !strings.Contains(r.errOut, f.IDs[c.Label]) {
+		if (c.Releasable || c.Needs != "") && !strings.Contains(r.errOut, f.IDs[c.Label]) {
 			t.Errorf("the question does not name %s (%s):\n%s", c.Label, f.IDs[c.Label], r.errOut)
 		}
 	}
@@ -78,7 +78,7 @@ func TestReleaseOnATerminal(t *testing.T) {
 	}
 	billed := billedAll(f)
 	for _, c := range gpuchecktest.Cases {
-		released := c.Releasable && c.Label != "orphan-machine-gone" && c.Label != "renamed-dashes" && c.Label != "renamed-upper"
+		released := (c.Releasable || c.Needs != "") && c.Label != "orphan-machine-gone" && c.Label != "renamed-dashes" && c.Label != "renamed-upper"
 		if billed[f.IDs[c.Label]] == released {
 			t.Errorf("%s: billed %v, want released %v", c.Label, billed[f.IDs[c.Label]], released)
 		}
@@ -134,13 +134,21 @@ func TestReleaseScripted(t *testing.T) {
 	}
 }
 
-// TestReleaseWithoutManagementCluster: names alone release only what has no owner to ask
-// (renamed, recycle bin); --allow-unverified releases the unattached capvco_* ones too.
+// TestReleaseWithoutManagementCluster: names alone release nothing without an opt-in;
+// --include-renamed releases the renamed ones (recycle bin included), --allow-unverified the
+// unattached capvco_* ones.
 func TestReleaseWithoutManagementCluster(t *testing.T) {
 	f := gpuchecktest.Seed(t, false)
+	before := len(billedAll(f))
 	r := run(t, f, runOpts{}, "release", "--location", gpuchecktest.Loc, "--yes", "--ownership", "off")
 	wantCode(t, r, cmdutil.ExitFound)
-	if !strings.Contains(r.out, "Released 5, skipped 0, failed 0.") || !strings.Contains(r.errOut, "pass --allow-unverified") {
+	if !strings.Contains(r.out, "Nothing to release.") || !strings.Contains(r.errOut, "pass --allow-unverified") ||
+		!strings.Contains(r.errOut, "--include-renamed") || len(billedAll(f)) != before {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s", r.out, r.errOut)
+	}
+	r = run(t, f, runOpts{}, "release", "--location", gpuchecktest.Loc, "--yes", "--ownership", "off", "--include-renamed")
+	wantCode(t, r, cmdutil.ExitFound)
+	if !strings.Contains(r.out, "Released 5, skipped 0, failed 0.") {
 		t.Fatalf("stdout:\n%s\nstderr:\n%s", r.out, r.errOut)
 	}
 	r = run(t, f, runOpts{}, "-location", gpuchecktest.Loc, "release", "--yes", "--ownership=off", "--allow-unverified")
@@ -150,5 +158,39 @@ func TestReleaseWithoutManagementCluster(t *testing.T) {
 	}
 	if !f.Billed(f.IDs["owned-attached"]) || !f.Billed(f.IDs["attached-foreign-vm"]) || !f.Billed(f.IDs["foreign"]) {
 		t.Fatal("an attached or foreign reservation was released")
+	}
+}
+
+// TestReleaseKeepsLooseNames: names that only start with "capvco" (kept on purpose, another
+// team's, a bare prefix, the runbook's "-keep") are never released by a plain release, with
+// or without a management cluster; --id releases the one it names, --include-renamed all.
+func TestReleaseKeepsLooseNames(t *testing.T) {
+	kept := []string{"capvco-keep-do-not-delete", "CapVcoTrainingReservedByTeamB", "capvco", "capvco_ns_c1_m9_gpu_0-keep"}
+	f := gpuchecktest.SeedOne(t, gpuchecktest.Cases[0])
+	ids, err := f.Sim.ReserveVGPUs(vcosim.SeedCustomer, gpuchecktest.Loc, vcosim.SeedStubGPUProfile, kept...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []runOpts{{kube: true}, {}} {
+		r := run(t, f, o, "release", "--location", gpuchecktest.Loc, "--yes")
+		wantCode(t, r, cmdutil.ExitFound)
+		for i, id := range ids {
+			if !f.Billed(id) {
+				t.Fatalf("kube=%v: %q was released without --id or --include-renamed\n%s", o.kube, kept[i], r.out)
+			}
+		}
+		if !strings.Contains(r.errOut, "release it by --id (or all such with --include-renamed)") {
+			t.Fatalf("kube=%v: stderr does not say how to release them:\n%s", o.kube, r.errOut)
+		}
+	}
+	r := run(t, f, runOpts{kube: true}, "release", "--location", gpuchecktest.Loc, "--yes", "--id", ids[1])
+	wantCode(t, r, cmdutil.ExitOK)
+	if f.Billed(ids[1]) || !f.Billed(ids[0]) {
+		t.Fatalf("--id released the wrong ones:\n%s", r.out)
+	}
+	r = run(t, f, runOpts{kube: true}, "release", "--location", gpuchecktest.Loc, "--yes", "--include-renamed")
+	wantCode(t, r, cmdutil.ExitOK)
+	if !strings.Contains(r.out, "Released 3, skipped 0, failed 0.") {
+		t.Fatalf("--include-renamed:\n%s\n%s", r.out, r.errOut)
 	}
 }

@@ -144,26 +144,28 @@ func (o *Options) summaryLine(rep *gpucheck.Report) string {
 	if rep.Summary.Orphans == 0 {
 		return st.OK("No orphaned vGPU reservations") + " among " + scope + "."
 	}
-	selectable := 0
-	for _, f := range rep.Findings {
-		if gpucheck.Selectable(f, false) {
-			selectable++
+	sum := rep.Summary
+	releasable := fmt.Sprintf("%d releasable", sum.Releasable)
+	for _, flag := range []string{gpucheck.OptInRenamed, gpucheck.OptInUnverified} {
+		if n := sum.ReleasableWith[flag]; n > 0 {
+			releasable += fmt.Sprintf(", %d more with %s", n, flag)
 		}
 	}
-	releasable := fmt.Sprintf("%d releasable", selectable)
-	if n := rep.Summary.Releasable - selectable; n > 0 {
-		releasable += fmt.Sprintf(", %d more with --allow-unverified", n)
-	}
-	s := st.Bad(plural(rep.Summary.Orphans, "orphaned reservation")) + fmt.Sprintf(" (%s) among %s.", releasable, scope)
-	if rep.Summary.Releasable > 0 {
+	s := st.Bad(plural(sum.Orphans, "orphaned reservation")) + fmt.Sprintf(" (%s) among %s.", releasable, scope)
+	switch {
+	case sum.Releasable > 0:
 		s += " Release them with: " + o.releaseHint()
+	case sum.ReleasableWith[gpucheck.OptInUnverified] > 0:
+		s += " Once you are sure no management cluster owns them, release them with: " + o.releaseHint(gpucheck.OptInUnverified)
+	case sum.ReleasableWith[gpucheck.OptInRenamed] > 0:
+		s += " Once you know nobody keeps them, release them with: " + o.releaseHint(gpucheck.OptInRenamed)
 	}
 	return s
 }
 
 // releaseHint is the release command for what was just checked: the same locations, the same
-// credential source and ownership mode (file paths only; never a secret).
-func (o *Options) releaseHint() string {
+// credential source and ownership mode (file paths only; never a secret), and the opt-ins.
+func (o *Options) releaseHint(optIns ...string) string {
 	cmd := o.ReleaseCommand
 	add := func(flag, v string) {
 		if v != "" {
@@ -182,6 +184,9 @@ func (o *Options) releaseHint() string {
 	add("credentials-secret", o.CredentialSecret)
 	if o.Ownership != OwnershipAuto {
 		add("ownership", string(o.Ownership))
+	}
+	for _, flag := range optIns {
+		cmd += " " + flag
 	}
 	return cmd
 }
