@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,11 +13,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capx-io/capx/test/e2e/artifacts"
 	"github.com/capx-io/capx/test/e2e/install"
+	"github.com/capx-io/capx/test/e2e/quickstart"
 	"github.com/capx-io/capx/test/images"
 	"github.com/capx-io/capx/test/localcluster"
 )
@@ -159,13 +157,13 @@ func (s *steps) done() {
 }
 
 const (
-	captfSample = "demo"
-	vcoSample   = "vco-demo"
+	captfSample = quickstart.CAPTFSample
+	vcoSample   = quickstart.VCOSample
 )
 
 func runUp(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	p := install.DefaultPaths(o.root)
-	st := &steps{w: stderr, total: 6, start: time.Now()}
+	st := &steps{w: stderr, total: 5, start: time.Now()}
 
 	st.next("images and components (built from this checkout; reused when unchanged)")
 	kit, err := install.NewKit(ctx, p, stderr)
@@ -197,37 +195,16 @@ func runUp(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		return fail(err)
 	}
 
-	st.next("whitesky.cloud simulator in the cluster")
-	sim, err := m.DeploySimulator(ctx, kit.Images.VCOSim.Ref, o.namespace)
+	st.next("whitesky.cloud simulator in the cluster, and on the host's loopback")
+	sim, err := quickstart.DeploySimulator(ctx, m, kit, o.namespace, func(format string, a ...any) {
+		fmt.Fprintf(stderr, "    "+format+"\n", a...)
+	})
 	if err != nil {
-		return fail(err)
-	}
-	manager, err := managerPod(ctx, m)
-	if err != nil {
-		return fail(err)
-	}
-	// A just-available Deployment's Service may refuse connections for a moment.
-	probe, err := m.ProbeFromPodUntilAnswered(ctx, manager, kit.Images.HTTPGet.Ref,
-		sim.Credentials.StringData["url"]+"/customers/"+sim.Credentials.StringData["customer"]+"/cloudspaces",
-		sim.Credentials.StringData["jwt"], time.Minute)
-	if err != nil {
-		return fail(err)
-	}
-	fmt.Fprintf(stderr, "    the manager's pod reaches the simulator: %s\n", firstLine(probe))
-
-	st.next("sample clusters in namespace " + o.namespace)
-	if _, err := m.ApplyCluster(ctx, kit.Repository, install.ClusterSpec{Name: captfSample, Namespace: o.namespace, Flavor: install.FlavorLocal, Workers: 2}); err != nil {
-		return fail(err)
-	}
-	if _, err := m.ApplyCluster(ctx, kit.Repository, install.ClusterSpec{Name: vcoSample, Namespace: o.namespace, Flavor: install.FlavorVCOLocal}); err != nil {
 		return fail(err)
 	}
 
-	st.next("waiting for the samples")
-	if err := m.WaitProvisioned(ctx, o.namespace, captfSample, 10*time.Minute); err != nil {
-		return fail(err)
-	}
-	if err := m.WaitProvisioned(ctx, o.namespace, vcoSample, 5*time.Minute); err != nil {
+	st.next("sample clusters in namespace " + o.namespace + ", provisioned")
+	if err := quickstart.Samples(ctx, m, kit, o.namespace); err != nil {
 		return fail(err)
 	}
 	st.done()
@@ -242,7 +219,7 @@ func runUp(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	if err := showPlugins(ctx, o, c, stdout); err != nil {
 		return fail(err)
 	}
-	printNext(stdout, o, c, kit, time.Since(st.start))
+	printNext(stdout, o, c, kit, sim, time.Since(st.start))
 	return nil
 }
 
@@ -266,22 +243,7 @@ func showPlugins(ctx context.Context, o *options, c *localcluster.Cluster, stdou
 	return nil
 }
 
-// managerPod finds the running capx manager pod.
-func managerPod(ctx context.Context, m *install.Management) (client.ObjectKey, error) {
-	pods := &corev1.PodList{}
-	if err := m.Client.List(ctx, pods, client.InNamespace(install.ProviderNamespace),
-		client.MatchingLabels{"app.kubernetes.io/name": "capx", "app.kubernetes.io/component": "manager"}); err != nil {
-		return client.ObjectKey{}, err
-	}
-	for _, p := range pods.Items {
-		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-			return client.ObjectKeyFromObject(&p), nil
-		}
-	}
-	return client.ObjectKey{}, errors.New("no running capx manager pod")
-}
-
-func printNext(w io.Writer, o *options, c *localcluster.Cluster, kit *install.Kit, took time.Duration) {
+func printNext(w io.Writer, o *options, c *localcluster.Cluster, kit *install.Kit, sim *quickstart.Simulator, took time.Duration) {
 	rel := func(p string) string {
 		if r, err := filepath.Rel(o.root, p); err == nil && !strings.HasPrefix(r, "..") {
 			return r
@@ -313,18 +275,12 @@ Try:
   bin/kubectl scale machinedeployment %[2]s-md-0 -n %[5]s --replicas 3   # one more TerraformMachine
   bin/kubectl delete cluster %[2]s -n %[5]s           # destroy Jobs, then the objects go
   bin/kubectl get secret %[7]s -n %[5]s -o yaml       # the simulator's credentials (from its log)
+  . %[9]s; capvco-gpucheck -orphans                   # the simulator from this host: %[10]s (docs/runbooks/gpu-orphans.md)
   hack/cluster status --name %[8]s; hack/cluster logs --name %[8]s kubelet --tail 20
 
 Stop it with: make quickstart-down
 `, took.Round(time.Second), captfSample, vcoSample, c.Kubeconfig(), o.namespace, rel(kit.Repository.Config()),
-		install.SimulatorSecret, o.name)
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
+		install.SimulatorSecret, o.name, rel(sim.EnvFile), sim.HostURL)
 }
 
 func runDown(ctx context.Context, o *options, stderr io.Writer) error {
