@@ -123,7 +123,8 @@ func RunPreflight(ctx context.Context, opts *PreflightOptions) error {
 	cl := &clusterv1.Cluster{}
 	switch err := src.Get(ctx, client.ObjectKey{Namespace: ns, Name: opts.Cluster}, cl); {
 	case apierrors.IsNotFound(err):
-		return fmt.Errorf("Cluster %s not found in namespace %s", opts.Cluster, ns)
+		return fmt.Errorf("Cluster %s not found in namespace %s %s", opts.Cluster, ns,
+			cmdutil.NamespaceHint(ns, cmdutil.Elsewhere(ctx, src, ns, opts.Cluster, &clusterv1.ClusterList{})))
 	case err != nil:
 		return fmt.Errorf("read Cluster %s/%s: %w", ns, opts.Cluster, err)
 	}

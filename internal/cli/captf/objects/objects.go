@@ -17,6 +17,7 @@ import (
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/captf/jobs"
+	"github.com/capx-io/capx/internal/cli/cmdutil"
 )
 
 // Object is one CAPTF object, whatever its kind.
@@ -151,7 +152,12 @@ func Get(ctx context.Context, c client.Reader, namespace, arg string) (*Object, 
 	}
 	switch len(found) {
 	case 0:
-		return nil, fmt.Errorf("no TerraformCluster, TerraformMachinePool or TerraformMachine %q in namespace %s: %w", arg, namespace, ErrNotFound)
+		var lists []client.ObjectList
+		for _, k := range kinds {
+			lists = append(lists, NewList(k))
+		}
+		return nil, fmt.Errorf("no TerraformCluster, TerraformMachinePool or TerraformMachine %q in namespace %s %s: %w",
+			arg, namespace, cmdutil.NamespaceHint(namespace, cmdutil.Elsewhere(ctx, c, namespace, name, lists...)), ErrNotFound)
 	case 1:
 		return found[0], nil
 	}
@@ -259,7 +265,8 @@ func GetPlan(ctx context.Context, c client.Reader, namespace, arg string) (tp *c
 		tp = &captfv1.TerraformPlan{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: n}, tp); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, nil, fmt.Errorf("no TerraformPlan %q in namespace %s: %w", n, namespace, ErrNotFound)
+				return nil, nil, fmt.Errorf("no TerraformPlan %q in namespace %s %s: %w", n, namespace,
+					cmdutil.NamespaceHint(namespace, cmdutil.Elsewhere(ctx, c, namespace, n, &captfv1.TerraformPlanList{})), ErrNotFound)
 			}
 			return nil, nil, err
 		}
@@ -268,7 +275,10 @@ func GetPlan(ctx context.Context, c client.Reader, namespace, arg string) (tp *c
 	o, err := Get(ctx, c, namespace, arg)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return nil, nil, fmt.Errorf("no TerraformPlan and no CAPTF object %q in namespace %s: %w", arg, namespace, ErrNotFound)
+			lists := append([]client.ObjectList{&captfv1.TerraformPlanList{}}, Lists()...)
+			name := arg[strings.LastIndex(arg, "/")+1:]
+			return nil, nil, fmt.Errorf("no TerraformPlan and no CAPTF object %q in namespace %s %s: %w", arg, namespace,
+				cmdutil.NamespaceHint(namespace, cmdutil.Elsewhere(ctx, c, namespace, name, lists...)), ErrNotFound)
 		}
 		return nil, nil, err
 	}

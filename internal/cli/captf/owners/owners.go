@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
@@ -205,7 +206,8 @@ func Scope(ctx context.Context, c client.Reader, namespace, cluster string) ([]*
 	if cluster != "" {
 		objs, err := objects.OfCluster(ctx, c, namespace, cluster)
 		if err == nil && len(objs) == 0 {
-			return nil, cmdutil.WithCode(cmdutil.ExitFailure, fmt.Errorf("no CAPTF objects of Cluster %s in namespace %s", cluster, namespace))
+			return nil, cmdutil.WithCode(cmdutil.ExitFailure, fmt.Errorf("no CAPTF objects of Cluster %s in namespace %s %s", cluster, namespace,
+				cmdutil.NamespaceHint(namespace, cmdutil.Elsewhere(ctx, c, namespace, cluster, &clusterv1.ClusterList{}))))
 		}
 		return objs, err
 	}

@@ -85,10 +85,14 @@ func run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if opts.Cluster != "" && len(s.Clusters) == 0 {
-		return cmdutil.WithCode(cmdutil.ExitFailure, fmt.Errorf("no Cluster %s and no CAPTF objects of it in namespace %s", opts.Cluster, ns))
+		return cmdutil.WithCode(cmdutil.ExitFailure, fmt.Errorf("no Cluster %s and no CAPTF objects of it in namespace %s %s", opts.Cluster, ns,
+			cmdutil.NamespaceHint(ns, cmdutil.Elsewhere(ctx, c, ns, opts.Cluster, &clusterv1.ClusterList{}))))
 	}
 	return cmdutil.Print(opts.IO.Out, opts.Output, s, func() error {
 		Render(opts.IO.Out, opts.Styles, s, TreeOptions{ShowConditions: opts.ShowConditions, Grouping: opts.Grouping, Now: opts.Now()})
+		if len(s.Clusters) == 0 && !opts.AllNamespaces {
+			fmt.Fprintf(opts.IO.Out, "(looked in namespace %s: -n NAMESPACE for another, -A for every namespace)\n", ns)
+		}
 		return nil
 	})
 }

@@ -186,11 +186,15 @@ func run(ctx context.Context, o *Options) error {
 		out.Clusters = append(out.Clusters, cl)
 	}
 	if o.Cluster != "" && len(out.Clusters) == 0 {
-		return cmdutil.WithCode(cmdutil.ExitFailure, fmt.Errorf("no VCOCluster of cluster %s in namespace %s", o.Cluster, ns))
+		return cmdutil.WithCode(cmdutil.ExitFailure, fmt.Errorf("no VCOCluster of cluster %s in namespace %s %s", o.Cluster, ns,
+			cmdutil.NamespaceHint(ns, cmdutil.Elsewhere(ctx, c, ns, o.Cluster, &clusterv1.ClusterList{}, &capvcov1.VCOClusterList{}))))
 	}
 	return cmdutil.Print(o.IO.Out, o.Output, out, func() error {
 		if len(out.Clusters) == 0 {
 			fmt.Fprintln(o.IO.Out, "No VCOClusters found.")
+			if !o.AllNamespaces {
+				fmt.Fprintf(o.IO.Out, "(looked in namespace %s: -n NAMESPACE for another, -A for every namespace)\n", ns)
+			}
 			return nil
 		}
 		for i, cl := range out.Clusters {

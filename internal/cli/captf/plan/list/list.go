@@ -26,6 +26,9 @@ type Options struct {
 	All           bool
 	Destructive   bool
 	Output        cmdutil.Format
+
+	// namespace is the one listed ("" with -A).
+	namespace string
 }
 
 // NewCmd returns the command; runF replaces run in tests.
@@ -80,6 +83,7 @@ func run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	opts.namespace = ns
 	var lo []client.ListOption
 	if opts.Destructive {
 		lo = append(lo, client.MatchingLabels{captfv1.DestructiveLabel: "true"})
@@ -107,7 +111,7 @@ func run(ctx context.Context, opts *Options) error {
 func render(opts *Options, l List) error {
 	w := opts.IO.Out
 	if len(l.Items) == 0 {
-		where := "in this namespace"
+		where := fmt.Sprintf("in namespace %s (-n NAMESPACE for another, -A for every namespace)", opts.namespace)
 		if opts.AllNamespaces {
 			where = "in any namespace"
 		}
