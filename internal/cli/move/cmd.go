@@ -130,6 +130,10 @@ func RunPreflight(ctx context.Context, opts *PreflightOptions) error {
 	}
 	t.Cluster = cl
 	fix := opts.Name + " move register-inventory"
+	targetFix := fix + " --kubeconfig " + opts.ToKubeconfig
+	if opts.ToContext != "" {
+		targetFix += " --context " + opts.ToContext
+	}
 	var checks []Check
 	checks = append(checks, CheckCluster(ctx, src, t)...)
 	if len(opts.Extension.BlockMoveLists) > 0 {
@@ -138,9 +142,9 @@ func RunPreflight(ctx context.Context, opts *PreflightOptions) error {
 	if len(opts.Provider.CRDs) > 0 {
 		checks = append(checks,
 			CheckCRDs(ctx, src, "source", opts.Provider, fix),
-			CheckCRDs(ctx, dst, "target", opts.Provider, fix+" against the target"))
+			CheckCRDs(ctx, dst, "target", opts.Provider, targetFix))
 	}
-	checks = append(checks, CheckInventory(ctx, src, dst, opts.Provider, fix)...)
+	checks = append(checks, CheckInventory(ctx, src, dst, opts.Provider, fix, targetFix)...)
 	if opts.Extension.Preflight != nil {
 		checks = append(checks, opts.Extension.Preflight(ctx, src, dst, t)...)
 	}

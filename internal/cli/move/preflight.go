@@ -157,7 +157,8 @@ func CheckCRDs(ctx context.Context, c client.Reader, side string, p Provider, fi
 // CheckInventory checks the provider inventories as clusterctl move does: the source lists p,
 // and every provider the source lists is on the target with the same name and type and a
 // version at least the source's.
-func CheckInventory(ctx context.Context, src, dst client.Reader, p Provider, fix string) []Check {
+// fix and targetFix are the commands that register the provider on each side.
+func CheckInventory(ctx context.Context, src, dst client.Reader, p Provider, fix, targetFix string) []Check {
 	var checks []Check
 	from, err := listProviders(ctx, src)
 	if err != nil {
@@ -196,7 +197,7 @@ func CheckInventory(ctx context.Context, src, dst client.Reader, p Provider, fix
 		}
 	}
 	if len(problems) > 0 {
-		checks = append(checks, fail("inventory on the target", "%s; install them on the target (clusterctl init, or %s against the target kubeconfig)", strings.Join(problems, "; "), fix))
+		checks = append(checks, fail("inventory on the target", "%s; install them on the target (clusterctl init, or run %s)", strings.Join(problems, "; "), targetFix))
 	} else {
 		checks = append(checks, pass("inventory on the target", "every provider of the source is on the target at the same version or newer"))
 	}

@@ -64,7 +64,7 @@ Exit codes: 0 requested (or restored, with --wait), 1 a check failed (nothing re
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Arg = args[0]
 			if opts.Serial < 0 {
-				return cmdutil.Usagef("--serial is required: the backup serial to restore (see %s backups list %s)", f.Name, args[0])
+				return cmdutil.Usagef("--serial is required: the backup serial to restore (see %s backups list %s%s)", f.Name, args[0], namespaceFlag(opts.Namespace))
 			}
 			opts.Styles = f.Styles()
 			if runF != nil {
@@ -80,6 +80,16 @@ Exit codes: 0 requested (or restored, with --wait), 1 a check failed (nothing re
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 15*time.Minute, "How long --wait waits.")
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
+}
+
+// namespaceFlag is " -n <namespace>" for a suggested command, so that it looks where this one
+// did; "" when the namespace cannot be read (the kubeconfig is the next command's problem).
+func namespaceFlag(namespace func() (string, error)) string {
+	ns, err := namespace()
+	if err != nil || ns == "" {
+		return ""
+	}
+	return " -n " + ns
 }
 
 // Check is one precondition.

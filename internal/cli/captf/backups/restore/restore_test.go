@@ -18,7 +18,9 @@ func TestFlags(t *testing.T) {
 	var got *Options
 	root := cmdutil.NewRoot(f, "", "")
 	root.AddCommand(NewCmd(f, func(o *Options) error { got = o; return nil }))
-	if code := cmdutil.Execute(root, streams, []string{"restore", "web"}); code != cmdutil.ExitUsage || !strings.Contains(errOut.String(), "--serial is required") {
+	// The command it suggests looks in the same namespace.
+	if code := cmdutil.Execute(root, streams, []string{"restore", "web"}); code != cmdutil.ExitUsage ||
+		!strings.Contains(errOut.String(), "--serial is required") || !strings.Contains(errOut.String(), "(see kubectl captf backups list web -n ns)") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	if code := cmdutil.Execute(root, streams, []string{"restore", "web", "--serial", "0", "--yes", "--dry-run", "--wait"}); code != cmdutil.ExitOK {

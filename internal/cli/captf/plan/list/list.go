@@ -151,6 +151,10 @@ func render(opts *Options, l List) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\nReview one with: %s plan show NAME\n", opts.Name)
+	ns := "NAMESPACE"
+	if !opts.AllNamespaces {
+		ns = opts.namespace
+	}
+	_, err := fmt.Fprintf(w, "\nReview one with: %s plan show NAME -n %s\n", opts.Name, ns)
 	return err
 }
