@@ -101,6 +101,9 @@ type Result struct {
 	// Paused says what keeps the approved plan from applying (the target's pause annotation or
 	// its Cluster's spec.paused); empty when nothing does.
 	Paused string `json:"paused,omitempty"`
+	// Refused says why the plan was not approved (approvedBy is then whoever approved it
+	// before, if anyone); empty when it was approved.
+	Refused string `json:"refused,omitempty"`
 }
 
 // Whoami returns the caller's user name as the API server authenticates it.
@@ -137,6 +140,13 @@ func run(ctx context.Context, opts *Options) error {
 	}
 	res := Result{TypeMeta: cmdutil.Meta("Approval"), Plan: tp.Name, Namespace: tp.Namespace, Target: tp.Spec.TargetRef, PlanHash: tp.Spec.PlanHash}
 	if err := Refusal(tp, opts.Hash, user, opts.Name); err != nil {
+		// A script reading -o json gets the verdict as JSON too; the reason also goes to stderr.
+		if opts.Output != cmdutil.Text {
+			res.ApprovedBy, res.Phase, res.Refused = tp.Spec.ApprovedBy, objects.Phase(tp), err.Error()
+			if perr := printResult(opts, res); perr != nil {
+				return perr
+			}
+		}
 		return cmdutil.WithCode(cmdutil.ExitFailure, err)
 	}
 	if tp.Spec.Approved {

@@ -1,6 +1,7 @@
 package approve
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -123,5 +124,23 @@ func TestPauseOf(t *testing.T) {
 	cluster.Spec.Paused = ptr.To(true)
 	if p := PauseOf(tc, cluster); p == nil || !p.ClusterSpec {
 		t.Fatalf("the Cluster's spec.paused comes first: %v", p)
+	}
+}
+
+// A refusal with -o json still prints the Approval, saying why, and exits 2.
+func TestRefusalPrintsJSON(t *testing.T) {
+	tp := pendingPlan("team-a")
+	tp.Labels[captfv1.PlanPhaseLabel] = string(captfv1.PlanSuperseded)
+	code, out, errOut, _ := approveWith(t, []client.Object{testenv.TerraformCluster("team-a", "web", "web", "img"), tp},
+		"web-0123456789", "--yes", "-o", "json")
+	if code != cmdutil.ExitFailure || !strings.Contains(errOut, "was superseded") {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	var res Result
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("no JSON on stdout (%v):\n%s", err, out)
+	}
+	if res.Kind != "Approval" || res.Phase != captfv1.PlanSuperseded || !strings.Contains(res.Refused, "was superseded by a newer plan") || res.ApprovedBy != "" {
+		t.Fatalf("%+v", res)
 	}
 }
