@@ -91,8 +91,8 @@ func (r *Releaser) releaseOne(ctx context.Context, f Finding) ReleaseResult {
 	if !f.Releasable && f.ReleaseNeeds == "" {
 		return skip("not a releasable orphan (%s)", f.Class)
 	}
-	if err := ctx.Err(); err != nil {
-		return fail(err)
+	if ctx.Err() != nil {
+		return skip("not tried: %v", context.Cause(ctx))
 	}
 	switch {
 	case f.Owner == nil, r.Cluster == nil && !f.OwnerVerified:

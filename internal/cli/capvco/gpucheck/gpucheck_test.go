@@ -35,6 +35,8 @@ type runOpts struct {
 	tty    bool              // streams claim to be terminals
 	stdin  io.Reader         // answers to questions
 	env    map[string]string // environment (credentials); nil: the fixture's
+	// cluster, when set, is the management cluster's client (instead of envtest's).
+	cluster func() (client.WithWatch, error)
 }
 
 // run executes a command line the way main does, in process.
@@ -66,6 +68,9 @@ func run(t *testing.T, f *gpuchecktest.Fixture, o runOpts, args ...string) resul
 		name = capvco.Name
 	}
 	fac := cmdutil.NewTestFactory(streams, name, env.Config, c, nil, "default")
+	if o.cluster != nil {
+		fac.Client = o.cluster
+	}
 	root := gpucheck.NewStandalone(fac)
 	if o.plugin {
 		root = capvco.NewRoot(fac)

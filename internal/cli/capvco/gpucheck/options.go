@@ -45,8 +45,13 @@ func (o *Ownership) Set(s string) error {
 	return fmt.Errorf("unknown ownership mode %q: use auto, required or off", s)
 }
 
-// clusterTimeout bounds how long an "auto" ownership check waits for the management cluster.
-const clusterTimeout = 15 * time.Second
+// The defaults end a cron run that nothing answers within about a minute, with exit 2.
+const (
+	defaultTimeout        = time.Minute
+	defaultClusterTimeout = 15 * time.Second
+	defaultAPITimeout     = 20 * time.Second
+	defaultAPIRetries     = 3
+)
 
 // Options are what both commands (and both binaries) share.
 type Options struct {
@@ -64,6 +69,9 @@ type Options struct {
 	// OnlyOrphans limits text output to orphans; All adds foreign reservations.
 	OnlyOrphans, All bool
 	PageSize         int
+	// Timeout bounds a run (the time a question waits for its answer aside);
+	// ClusterTimeout bounds each call to the management cluster. Zero means no bound.
+	Timeout, ClusterTimeout time.Duration
 
 	// Release.
 	Yes             bool
@@ -107,8 +115,10 @@ func (o *Options) addFlags(cmd *cobra.Command) {
 	o.Ownership = OwnershipAuto
 	fs.Var(&o.Ownership, "ownership", "Ask the management cluster who owns each reservation: auto (when the kubeconfig reaches it), required, or off.")
 	fs.IntVar(&o.PageSize, "page-size", gpucheck.DefaultPageSize, "Reservations per list call.")
-	fs.DurationVar(&o.APITimeout, "api-timeout", 2*time.Minute, "Time one whitesky.cloud API call may take.")
-	fs.IntVar(&o.APIRetries, "api-retries", 5, "Attempts of an API call that failed transiently (503, timeouts, 429).")
+	fs.DurationVar(&o.Timeout, "timeout", defaultTimeout, "Time the whole run may take (0: no limit); past it the run ends with exit 2 and concludes nothing.")
+	fs.DurationVar(&o.ClusterTimeout, "cluster-timeout", defaultClusterTimeout, "Time one call to the management cluster may take (0: only --timeout), discovery included.")
+	fs.DurationVar(&o.APITimeout, "api-timeout", defaultAPITimeout, "Time one whitesky.cloud API call may take.")
+	fs.IntVar(&o.APIRetries, "api-retries", defaultAPIRetries, "Attempts of an API call that failed transiently (503, timeouts, 429).")
 	cmdutil.AddOutputFlag(cmd, &o.Output)
 	_ = cmd.RegisterFlagCompletionFunc("ownership", cobra.FixedCompletions([]string{"auto", "required", "off"}, cobra.ShellCompDirectiveNoFileComp))
 }
@@ -144,7 +154,7 @@ func (o *Options) accounts(ctx context.Context) ([]Account, error) {
 		return fmt.Errorf("no credentials: pass --url, --customer and --jwt-file (or set %s, %s and %s), or --credentials-secret; "+
 			"reading the VCOClusters' credential Secrets through the kubeconfig failed: %w", EnvURL, EnvCustomer, EnvJWT, err)
 	}
-	c, err := o.Client()
+	c, err := o.cluster(ctx)
 	if err != nil {
 		return nil, noCredentials(err)
 	}
@@ -179,14 +189,12 @@ func (o *Options) managementCluster(ctx context.Context) (gpucheck.ManagementClu
 		return nil, nil, "not checked (--ownership=off): names alone cannot tell owned from orphaned", nil
 	}
 	mc, owners, err := func() (gpucheck.ManagementCluster, *gpucheck.Owners, error) {
-		c, err := o.Client()
+		c, err := o.cluster(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
 		mc := gpucheck.Kube{Reader: c}
-		cctx, cancel := context.WithTimeout(ctx, clusterTimeout)
-		defer cancel()
-		owners, err := mc.Owners(cctx)
+		owners, err := mc.Owners(ctx)
 		return mc, owners, err
 	}()
 	if err == nil {

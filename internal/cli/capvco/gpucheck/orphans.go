@@ -3,6 +3,7 @@ package gpucheck
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,7 +13,10 @@ import (
 // runCheck lists and classifies, prints, and turns the outcome into the exit code: 0 no
 // orphans, 1 orphans found, 2 an error (an incomplete listing included, whatever it held).
 func runCheck(ctx context.Context, o *Options) error {
+	ctx, cancel := o.bound(ctx, time.Now(), 0)
+	defer cancel()
 	rep, _, err := o.scan(ctx)
+	err = timedOut(ctx, err)
 	if rep == nil {
 		return err
 	}
@@ -28,9 +32,13 @@ func runCheck(ctx context.Context, o *Options) error {
 	return nil
 }
 
-const exitCodes = `Exit codes: 0 no orphans; 1 orphans found; 2 error (credentials, API, or a listing that could
-not be read to the end: the tool never reports "no orphans" for a list it did not read whole);
-3 bad flags.`
+const exitCodes = `Exit codes: 0 no orphans; 1 orphans found; 2 error (credentials, API, --timeout, or a listing
+that could not be read to the end: the tool never reports "no orphans" for a list it did not read
+whole); 3 bad flags.
+
+--timeout (default 1m) bounds the whole run, --cluster-timeout (15s) each call to the management
+cluster, --api-timeout (20s) each attempt of a whitesky.cloud call: with the defaults, a run that
+nothing answers ends within about a minute with exit 2.`
 
 const classes = `Classes: owned (a live VCOMachine owns it), orphaned (its machine or cluster is gone),
 renamed (starts with capvco but is not capvco_<ns>_<cluster>_<machine>_gpu_<n>), attached-foreign

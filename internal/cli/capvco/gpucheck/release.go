@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,8 +17,11 @@ import (
 // after re-checking it, printing one line per reservation. Exit codes: 0 every orphan is gone,
 // 1 orphans remain (attached, skipped, or unverified), 2 an error or a failed release.
 func runRelease(ctx context.Context, o *Options) error {
-	rep, mc, err := o.scan(ctx)
-	if err != nil {
+	start := time.Now()
+	listCtx, cancel := o.bound(ctx, start, 0)
+	defer cancel()
+	rep, mc, err := o.scan(listCtx)
+	if err = timedOut(listCtx, err); err != nil {
 		if rep != nil && o.Output == cmdutil.Text {
 			_ = o.writeCheck(rep)
 		}
@@ -46,9 +50,12 @@ func runRelease(ctx context.Context, o *Options) error {
 		fmt.Fprintf(o.IO.ErrOut, "These %s will be released permanently (this cannot be undone):\n", plural(len(selected), "reservation"))
 		writeFindings(o.IO.ErrOut, o.Styles, selected, selected[0].Account != "")
 	}
+	asked := time.Now()
 	if err := cmdutil.Confirm(o.IO, o.Yes, fmt.Sprintf("Release %s permanently?", plural(len(selected), "reservation"))); err != nil {
 		return err
 	}
+	ctx, cancel = o.bound(ctx, start, time.Since(asked))
+	defer cancel()
 	r := &gpucheck.Releaser{Platform: nil, Cluster: mc, PageSize: o.PageSize}
 	var results []gpucheck.ReleaseResult
 	for _, group := range byAccount(selected) {
@@ -69,6 +76,15 @@ func runRelease(ctx context.Context, o *Options) error {
 		return nil
 	}); err != nil {
 		return err
+	}
+	if ctx.Err() != nil {
+		n := 0
+		for _, res := range results {
+			if res.Outcome == gpucheck.Released {
+				n++
+			}
+		}
+		return cmdutil.WithCode(cmdutil.ExitFailure, timedOut(ctx, fmt.Errorf("released %d of %d; run the release again for the rest", n, len(results))))
 	}
 	return o.exitAfterRelease(rep, selected, results)
 }
@@ -248,9 +264,11 @@ only by --id or with --include-renamed; without a management cluster, a parsed n
 --allow-unverified.
 
 Exit codes: 0 no orphan is left (of those --id names, when given); 1 orphans remain (attached,
-skipped, or not selected); 2 an
-error or a failed release (a listing that could not be read to the end releases nothing); 3 bad
-flags, or no terminal to confirm on without --yes; 4 the question was answered no.`,
+skipped, or not selected); 2 an error, a failed release, or --timeout ran out (a listing that could
+not be read to the end releases nothing; releases not tried before the deadline are skipped and
+named); 3 bad flags, or no terminal to confirm on without --yes; 4 the question was answered no.
+
+--timeout (default 1m) bounds the whole run except the time the question waits for its answer.`,
 		Example: "  # see what would be released, then answer the question\n  " + o.ReleaseCommand + " --location nl-rmd-dc01-001\n\n" +
 			"  # in a script: no question, one reservation, JSON results\n  " + o.ReleaseCommand + " --id vgpu-000042 --yes -o json",
 		Args: cmdutil.NoArgs,
