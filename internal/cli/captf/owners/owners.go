@@ -46,11 +46,12 @@ type Finding struct {
 // Report is the printed shape of both commands (kind OwnerReferenceReport).
 type Report struct {
 	cmdutil.TypeMeta `json:",inline"`
-	Namespace        string    `json:"namespace"`
-	Cluster          string    `json:"cluster,omitempty"`
-	Checked          int       `json:"checked"`
-	DryRun           bool      `json:"dryRun"`
-	Findings         []Finding `json:"findings"`
+	// Namespace is where the objects were checked ("" with -A: every namespace).
+	Namespace string    `json:"namespace"`
+	Cluster   string    `json:"cluster,omitempty"`
+	Checked   int       `json:"checked"`
+	DryRun    bool      `json:"dryRun"`
+	Findings  []Finding `json:"findings"`
 }
 
 func what(kind, name string) string {
@@ -201,7 +202,8 @@ func Repair(ctx context.Context, c client.Client, findings []Finding) error {
 	return nil
 }
 
-// Scope resolves the objects to check: those of cluster, or all in namespace.
+// Scope resolves the objects to check: those of cluster, or all in namespace ("" for every
+// namespace).
 func Scope(ctx context.Context, c client.Reader, namespace, cluster string) ([]*objects.Object, error) {
 	if cluster != "" {
 		objs, err := objects.OfCluster(ctx, c, namespace, cluster)
@@ -233,30 +235,34 @@ func Render(r Report, st *cmdutil.Styles, w interface{ Write([]byte) (int, error
 			repaired++
 		}
 	}
-	scope := ""
-	if r.Cluster != "" {
-		scope = " " + r.Cluster
+	scope := " -n " + r.Namespace
+	switch {
+	case r.Cluster != "":
+		scope = " " + r.Cluster + scope
+	case r.Namespace == "":
+		scope = " -A"
 	}
 	switch {
 	case repaired == len(r.Findings):
 		fmt.Fprintf(w, "\nRepaired %d of %d checked.\n", repaired, r.Checked)
 	case r.DryRun:
-		fmt.Fprintf(w, "\n%d of %d checked need repair; nothing was changed (dry run). Repair them with: %s owners repair%s -n %s --yes\n",
-			len(r.Findings), r.Checked, name, scope, r.Namespace)
+		fmt.Fprintf(w, "\n%d of %d checked need repair; nothing was changed (dry run). Repair them with: %s owners repair%s --yes\n",
+			len(r.Findings), r.Checked, name, scope)
 	default:
-		fmt.Fprintf(w, "\n%d of %d checked need repair. Repair them with: %s owners repair%s -n %s --yes\n",
-			len(r.Findings), r.Checked, name, scope, r.Namespace)
+		fmt.Fprintf(w, "\n%d of %d checked need repair. Repair them with: %s owners repair%s --yes\n",
+			len(r.Findings), r.Checked, name, scope)
 	}
 }
 
-// Run finds the broken owner references of the objects of cluster (or of the namespace), repairs
-// them when repair is set, and prints the report. Something found and left broken returns
-// cmdutil.ErrFound (exit 1).
-func Run(ctx context.Context, d cmdutil.Deps, st *cmdutil.Styles, cluster string, output cmdutil.Format, repair bool) error {
-	c, ns, err := d.Connect()
+// Run finds the broken owner references of the objects of the scope (a cluster, the namespace,
+// or with -A every namespace), repairs them when repair is set, and prints the report.
+// Something found and left broken returns cmdutil.ErrFound (exit 1).
+func Run(ctx context.Context, d cmdutil.Deps, st *cmdutil.Styles, scope cmdutil.ClusterScope, output cmdutil.Format, repair bool) error {
+	c, ns, err := d.ConnectScope(scope.AllNamespaces)
 	if err != nil {
 		return err
 	}
+	cluster := scope.Cluster
 	objs, err := Scope(ctx, c, ns, cluster)
 	if err != nil {
 		return err

@@ -18,9 +18,9 @@ type Options struct {
 	cmdutil.Deps
 	Styles *cmdutil.Styles
 
-	Cluster string
-	Yes     bool
-	Output  cmdutil.Format
+	cmdutil.ClusterScope
+	Yes    bool
+	Output cmdutil.Format
 }
 
 // NewCmd returns the command; runF replaces run in tests.
@@ -32,16 +32,18 @@ func NewCmd(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 		Long: `Give every Secret and TerraformPlan that "owners check" reports an owner reference to its CAPTF
 object's current UID (a plan view: to its TerraformPlan), dropping the stale one. Each patch is
 guarded by the object's resourceVersion. Without --yes nothing is changed: the command lists
-what it would repair.
+what it would repair. Its scope is that of "owners check": one Cluster, the namespace, or with -A
+every namespace.
 
 Exit codes: 0 nothing to repair or all repaired, 1 repairs needed (dry run), 2 an error.`,
 		Example: fmt.Sprintf(`  %[1]s owners repair my-cluster -n team-a          # dry run
-  %[1]s owners repair my-cluster -n team-a --yes`, f.Name),
+  %[1]s owners repair my-cluster -n team-a --yes
+  %[1]s owners repair -A --yes`, f.Name),
 		Args:              cmdutil.MaximumNArgs(1),
 		ValidArgsFunction: cmdutil.CompleteNames(f, 1, &clusterv1.ClusterList{}),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				opts.Cluster = args[0]
+			if err := opts.Parse(args); err != nil {
+				return err
 			}
 			opts.Styles = f.Styles()
 			if runF != nil {
@@ -51,10 +53,11 @@ Exit codes: 0 nothing to repair or all repaired, 1 repairs needed (dry run), 2 a
 		},
 	}
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "Repair; without it, only show what would be repaired.")
+	opts.AddFlags(cmd, "Repair the objects of every namespace.")
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
 
 func run(ctx context.Context, opts *Options) error {
-	return owners.Run(ctx, opts.Deps, opts.Styles, opts.Cluster, opts.Output, opts.Yes)
+	return owners.Run(ctx, opts.Deps, opts.Styles, opts.ClusterScope, opts.Output, opts.Yes)
 }
