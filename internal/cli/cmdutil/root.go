@@ -43,9 +43,26 @@ func NewRoot(f *Factory, short, long string) *cobra.Command {
 		if c.Name() == "completion" {
 			c.AddCommand(newCompletionPluginCmd(f))
 			c.Example = completionExample(f.Name)
+			// cobra's completion command only shows its help, also for a shell it does not know.
+			c.Args, c.RunE = cobra.ArbitraryArgs, completionUsage
 		}
 	}
 	return root
+}
+
+// completionUsage is `completion` without a known shell: its help, or a usage error naming
+// the shells.
+func completionUsage(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return cmd.Help()
+	}
+	var shells []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			shells = append(shells, c.Name())
+		}
+	}
+	return Usagef("unknown shell %q: use %s\nSee '%s --help'", args[0], strings.Join(shells, ", "), cmd.CommandPath())
 }
 
 // CompletionShim is the kubectl_complete-<plugin> script for a plugin called name ("kubectl
