@@ -18,6 +18,12 @@ const completionTimeout = 5 * time.Second
 // given list kinds in the namespace (-n or the context's). A cluster that cannot be reached
 // completes nothing rather than failing the shell.
 func CompleteNames(f *Factory, max int, lists ...client.ObjectList) cobra.CompletionFunc {
+	return CompleteMatching(f, max, nil, lists...)
+}
+
+// CompleteMatching is CompleteNames for the objects keep accepts (every one when keep is nil),
+// for a command that acts on some objects of a kind only (approve: the plans still waiting).
+func CompleteMatching(f *Factory, max int, keep func(client.Object) bool, lists ...client.ObjectList) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) >= max {
 			return nil, cobra.ShellCompDirectiveNoFileComp
@@ -45,7 +51,7 @@ func CompleteNames(f *Factory, max int, lists ...client.ObjectList) cobra.Comple
 			}
 			for _, it := range items {
 				o, ok := it.(client.Object)
-				if !ok {
+				if !ok || (keep != nil && !keep(o)) {
 					continue
 				}
 				n := o.GetName()

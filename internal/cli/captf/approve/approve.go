@@ -68,7 +68,7 @@ was applied), 2 refused or failed, 3 bad usage or neither --yes nor --hash witho
   # in a script: approve exactly the plan that was reviewed
   %[1]s approve my-cluster-4f2a9c01de -n team-a --hash p2:6d1f... --wait --timeout 30m`, f.Name),
 		Args:              cmdutil.ExactArgs(1),
-		ValidArgsFunction: cmdutil.CompleteNames(f, 1, append([]client.ObjectList{&captfv1.TerraformPlanList{}}, objects.Lists()...)...),
+		ValidArgsFunction: cmdutil.CompleteMatching(f, 1, Approvable, append([]client.ObjectList{&captfv1.TerraformPlanList{}}, objects.Lists()...)...),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Arg = args[0]
 			opts.Styles = f.ErrStyles()
@@ -104,6 +104,17 @@ type Result struct {
 	// Refused says why the plan was not approved (approvedBy is then whoever approved it
 	// before, if anyone); empty when it was approved.
 	Refused string `json:"refused,omitempty"`
+}
+
+// Approvable reports whether completion offers o to approve: a TerraformPlan that waits
+// (Pending) or is being applied (Approved, which --wait follows), or a CAPTF object with a
+// pending plan.
+func Approvable(o client.Object) bool {
+	if tp, ok := o.(*captfv1.TerraformPlan); ok {
+		p := objects.Phase(tp)
+		return p == captfv1.PlanPending || p == captfv1.PlanApproved
+	}
+	return objects.Wrap(o).Status.PendingPlanRef != nil
 }
 
 // Whoami returns the caller's user name as the API server authenticates it.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
@@ -142,5 +143,37 @@ func TestRefusalPrintsJSON(t *testing.T) {
 	}
 	if res.Kind != "Approval" || res.Phase != captfv1.PlanSuperseded || !strings.Contains(res.Refused, "was superseded by a newer plan") || res.ApprovedBy != "" {
 		t.Fatalf("%+v", res)
+	}
+}
+
+// Completion offers what there is to approve: waiting plans and objects with a pending plan,
+// never an applied or superseded plan or an object with nothing pending.
+func TestCompletionOffersOnlyWhatWaits(t *testing.T) {
+	plan := func(name string, phase captfv1.PlanPhase) *captfv1.TerraformPlan {
+		tp := pendingPlan("team-a")
+		tp.Name, tp.Labels[captfv1.PlanPhaseLabel] = name, string(phase)
+		return tp
+	}
+	web := testenv.TerraformCluster("team-a", "web", "web", "img")
+	web.Status.PendingPlanRef = &corev1.LocalObjectReference{Name: "web-pending"}
+	idle := testenv.TerraformCluster("team-a", "idle", "idle", "img")
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(web, idle,
+		plan("web-pending", captfv1.PlanPending), plan("web-approved", captfv1.PlanApproved),
+		plan("web-applied", captfv1.PlanApplied), plan("web-superseded", captfv1.PlanSuperseded), plan("web-failed", captfv1.PlanFailed)).Build()
+	streams, _, out, errOut := cmdutil.TestIOStreams(false)
+	f := cmdutil.NewTestFactory(streams, "kubectl captf", nil, c, nil, "team-a")
+	root := cmdutil.NewRoot(f, "", "")
+	root.AddCommand(NewCmd(f, nil))
+	if code := cmdutil.Execute(root, streams, []string{"__complete", "approve", ""}); code != cmdutil.ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if !strings.HasPrefix(l, ":") {
+			got = append(got, l)
+		}
+	}
+	if strings.Join(got, " ") != "web-approved web-pending web" {
+		t.Fatalf("completion offers %v", got)
 	}
 }
