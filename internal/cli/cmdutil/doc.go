@@ -29,6 +29,8 @@
 //     build a Factory by hand ([NewTestFactory]) and set the fields to envtest clients.
 //     [Factory.Deps] hands a command the streams, the binary's name and those functions in one
 //     [Deps] value to embed in its Options; [Deps.Connect] builds the client and reads the namespace.
+//     A kubeconfig that is not there ([KubeconfigProblem]) fails RESTConfig naming the file,
+//     where client-go would fall back to localhost:8080.
 //   - [IOStreams] carries stdin/stdout/stderr and whether each is a terminal; [TestIOStreams]
 //     gives buffers that can pretend to be terminals.
 //   - [Format] and [Print]: one printer for -o text|json|yaml. Machine output is a versioned
@@ -39,7 +41,10 @@
 //   - [Confirm]: asks on a terminal; without one it refuses unless the caller passed --yes.
 //   - [ExitCode] and [WithCode]: typed exit codes, the same for every tool (see ExitCode), and
 //     [Execute], which runs a root command and turns its error into the code.
-//   - [CompleteNames]: shell completion of object names for positional arguments.
+//   - [CompleteNames] and [CompleteMatching]: shell completion of object names for positional
+//     arguments (of the objects a filter accepts).
+//   - [NamespaceHint] and [Elsewhere]: what a "not found in namespace" error adds, so that a
+//     forgotten -n is found.
 //   - [NewRoot] and [NewCmdVersion]: the root command a kubectl plugin starts from (global
 //     flags, --color, completion including the kubectl_complete-<plugin> shim) and the shared
 //     version command (the binary's version and, when reachable, the manager's, with a skew

@@ -3,11 +3,15 @@ package cmdutil
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	// Cloud and exec auth providers, so every kubeconfig kubectl accepts works here too.
@@ -49,6 +53,11 @@ func NewFactory(streams *IOStreams, name string) *Factory {
 	f := &Factory{IO: streams, ConfigFlags: flags, Color: ColorAuto, Name: name}
 	userAgent := fmt.Sprintf("%s/%s", name, version.Get().Version)
 	f.RESTConfig = sync.OnceValues(func() (*rest.Config, error) {
+		home, _ := os.UserHomeDir()
+		if err := KubeconfigProblem(ptr.Deref(flags.KubeConfig, ""), os.Getenv(clientcmd.RecommendedConfigPathEnvVar), home,
+			os.Getenv("KUBERNETES_SERVICE_HOST") != "", fileExists); err != nil {
+			return nil, err
+		}
 		cfg, err := flags.ToRESTConfig()
 		if err != nil {
 			return nil, kubeconfigError(err)
@@ -81,6 +90,38 @@ func NewFactory(streams *IOStreams, name string) *Factory {
 		return ns, nil
 	})
 	return f
+}
+
+// KubeconfigProblem says why no kubeconfig would be read, before client-go falls back to
+// http://localhost:8080 and the first request fails without naming the file that is missing:
+// --kubeconfig (flag) names a file that does not exist; none of the files $KUBECONFIG (env)
+// lists exists; or neither is set, ~/.kube/config (under home) does not exist, and the
+// command does not run in a pod (inCluster), whose service account client-go would use.
+func KubeconfigProblem(flag, env, home string, inCluster bool, exists func(string) bool) error {
+	switch {
+	case flag != "":
+		if !exists(flag) {
+			return fmt.Errorf("--kubeconfig %s: no such file", flag)
+		}
+	case env != "":
+		for _, p := range filepath.SplitList(env) {
+			if p != "" && exists(p) {
+				return nil
+			}
+		}
+		return fmt.Errorf("$KUBECONFIG is %s, and no such file exists: set it to your kubeconfig, or pass --kubeconfig", env)
+	case !inCluster:
+		def := filepath.Join(home, clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName)
+		if !exists(def) {
+			return fmt.Errorf("no kubeconfig: %s does not exist and neither $KUBECONFIG nor --kubeconfig is set", def)
+		}
+	}
+	return nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 func kubeconfigError(err error) error {
