@@ -219,6 +219,9 @@ func runUp(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	if err := showPlugins(ctx, o, c, stdout); err != nil {
 		return fail(err)
 	}
+	if _, err := quickstart.InstallCompletionShims(filepath.Join(o.root, "bin")); err != nil {
+		return fail(err)
+	}
 	printNext(stdout, o, c, kit, sim, time.Since(st.start))
 	return nil
 }
@@ -264,6 +267,7 @@ Try:
   bin/kubectl get clusters,terraformclusters,terraformmachines,terraformmachinepools,vcoclusters,vcomachines -n %[5]s
   bin/clusterctl describe cluster %[3]s -n %[5]s --show-conditions all --config %[6]s
   export PATH=$PWD/bin:$PATH                          # the kubectl plugins, as krew would install them
+  source <(bin/kubectl completion bash)               # then: kubectl captf <TAB> (bin/kubectl_complete-captf, -capvco)
   kubectl captf status -A                             # CAPTF objects, runs, state serials, pending plans
   kubectl captf plan list -A                          # plans waiting for approval (kubectl captf approve)
   kubectl captf backups list %[2]s -n %[5]s          # state backups, restorable ones marked
