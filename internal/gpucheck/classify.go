@@ -70,14 +70,18 @@ func classifyParsed(r Reservation, ow *Owner, owners *Owners) (Class, string) {
 		if r.Attached() && m.VMID != nil && int64(r.VM.ID) != *m.VMID {
 			return AttachedForeign, fmt.Sprintf("attached to VM %s, but VCOMachine %s/%s runs VM %d", vmName(r.VM), m.Namespace, m.Name, *m.VMID)
 		}
-		reason := fmt.Sprintf("VCOMachine %s/%s", m.Namespace, m.Name)
-		if m.Deleting {
-			reason += " (being deleted: its teardown releases this reservation)"
+		switch {
+		case m.Deleting && r.DeletedAt != nil:
+			return Owned, fmt.Sprintf("VCOMachine %s/%s (being deleted: its teardown releases this reservation, recycle bin included); soft-deleted, still billed", m.Namespace, m.Name)
+		case m.Deleting:
+			return Owned, fmt.Sprintf("VCOMachine %s/%s (being deleted: its teardown releases this reservation)", m.Namespace, m.Name)
+		case r.DeletedAt != nil:
+			// A live machine does not use a reservation in the recycle bin: it is unattached
+			// and billed, and until the machine restores it (it does when it next needs its
+			// vGPU) nothing releases it.
+			return RecycleBin, fmt.Sprintf("VCOMachine %s/%s exists but does not use it: in the recycle bin, unattached and still billed", m.Namespace, m.Name)
 		}
-		if r.DeletedAt != nil {
-			reason += "; soft-deleted, still billed"
-		}
-		return Owned, reason
+		return Owned, fmt.Sprintf("VCOMachine %s/%s", m.Namespace, m.Name)
 	}
 	gone := fmt.Sprintf("VCOMachine %s/%s no longer exists", ow.Namespace, ow.Machine)
 	if !owners.cluster(ow) {

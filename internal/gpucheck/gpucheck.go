@@ -23,8 +23,9 @@ const (
 	// AttachedForeign: it looks like CAPVCO's but is attached to a VM that is not its
 	// machine's.
 	AttachedForeign Class = "attached-foreign"
-	// RecycleBin: it looks like CAPVCO's, nobody owns it, and it was deleted without
-	// permanently=true: it sits in the recycle bin and is still billed.
+	// RecycleBin: it looks like CAPVCO's and was deleted without permanently=true: it sits
+	// in the recycle bin, unattached and still billed, and no live machine uses it (one of a
+	// machine being deleted is Owned: its teardown releases the recycle bin too).
 	RecycleBin Class = "recycle-bin"
 	// Unverified: its name parses but no management cluster was asked who owns it. An
 	// unattached one is what the seed's `capvco-gpucheck -orphans` lists.

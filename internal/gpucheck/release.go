@@ -16,6 +16,8 @@ const (
 	Released Outcome = "released"
 	Skipped  Outcome = "skipped"
 	Failed   Outcome = "failed"
+	// WouldRelease is a dry run's: selected, not released (nor re-checked).
+	WouldRelease Outcome = "would-release"
 )
 
 // ReleaseResult is one line of a release.
@@ -97,6 +99,9 @@ func (r *Releaser) releaseOne(ctx context.Context, f Finding) ReleaseResult {
 	switch {
 	case f.Owner == nil, r.Cluster == nil && !f.OwnerVerified:
 		// Renamed (no owner to ask), or selected as unverified on purpose.
+	case f.Class == RecycleBin:
+		// No machine uses a reservation in the recycle bin, live or not: the re-read below
+		// skips it if it was restored meanwhile.
 	case r.Cluster == nil:
 		return skip("its owner cannot be re-checked: no management cluster")
 	default:

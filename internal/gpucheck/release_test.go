@@ -101,6 +101,7 @@ func TestReleaseCannotBeTricked(t *testing.T) {
 		"renamed-leading-zero":                   {gpucheck.Released, ""},
 		"renamed-trailing-space":                 {gpucheck.Released, ""},
 		"recycle-bin":                            {gpucheck.Released, ""},
+		"recycle-bin-of-live-machine":            {gpucheck.Released, ""},
 	}
 	labels := map[string]string{}
 	for l, id := range f.IDs {

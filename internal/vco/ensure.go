@@ -154,19 +154,31 @@ func (c *Client) EnsureCloudspaceDNSRecord(ctx context.Context, cloudspaceID str
 }
 
 // EnsureAttachedVGPU returns the reservation with this name attached to the VM: found
-// attached, found unattached and attached now, or reserved and attached. A reservation of
-// that name attached to another VM is ErrConflict; several of that name are ErrAmbiguous.
+// attached, found unattached and attached now, found in the recycle bin and restored and
+// attached (it is billed there too: reserving another would bill twice), or reserved and
+// attached. A reservation of that name attached to another VM is ErrConflict; several of that
+// name are ErrAmbiguous.
 func (c *Client) EnsureAttachedVGPU(ctx context.Context, location, cloudspaceID string, vmID int, profileID, name string) (VGPU, bool, error) {
 	find := func() (VGPU, error) {
 		found, err := c.FindVGPUs(ctx, location, name)
 		if err != nil {
 			return VGPU{}, err
 		}
-		var live []VGPU
+		var live, binned []VGPU
 		for _, v := range found {
-			if !gone(v.Status) && v.DeletionTime == nil {
+			if gone(v.Status) || v.DeletionTime != nil {
+				binned = append(binned, v)
+			} else {
 				live = append(live, v)
 			}
+		}
+		if len(live) == 0 && len(binned) > 0 {
+			v := binned[0]
+			if err := c.RestoreVGPU(ctx, location, v.ID); err != nil {
+				return VGPU{}, fmt.Errorf("vco: restoring vGPU %s (%s) from the recycle bin: %w", v.Name, v.ID, err)
+			}
+			v.DeletionTime = nil
+			return v, nil
 		}
 		return unique(live, name, "vGPU", func(v VGPU) (string, string) { return v.Name, v.ID })
 	}

@@ -18,6 +18,7 @@ var (
 	opReserveAndAttachVGPU = post("ReserveAndAttachVGPU", pathVM+"/gpus/{gpu_id}")
 	opListVGPUs            = get("ListVGPUs", pathVGPUs)
 	opReleaseVGPU          = del("ReleaseVGPU", pathVGPUs+"/{vgpu_id}")
+	opRestoreVGPU          = post("RestoreVGPU", pathVGPUs+"/{vgpu_id}")
 	opAttachVGPU           = post("AttachVGPU", pathVM+"/vgpus/{vgpu_id}")
 	opDetachVGPU           = del("DetachVGPU", pathVM+"/vgpus/{vgpu_id}")
 )
@@ -145,9 +146,10 @@ func (c *Client) ListAllVGPUs(ctx context.Context, location string, opts ListVGP
 }
 
 // FindVGPUs returns the reservations of a location with exactly this name (names are not
-// unique on the platform).
+// unique on the platform), the recycle bin's included (DeletionTime set): those are billed
+// too.
 func (c *Client) FindVGPUs(ctx context.Context, location, name string) ([]VGPU, error) {
-	all, err := c.ListAllVGPUs(ctx, location, ListVGPUsOptions{})
+	all, err := c.ListAllVGPUs(ctx, location, ListVGPUsOptions{IncludeDeleted: true})
 	if err != nil {
 		return nil, err
 	}
@@ -168,6 +170,11 @@ func (c *Client) AttachVGPU(ctx context.Context, cloudspaceID string, vmID int, 
 // DetachVGPU detaches a reservation; it stays reserved and billed.
 func (c *Client) DetachVGPU(ctx context.Context, cloudspaceID string, vmID int, vgpuID string) error {
 	return c.do(ctx, opDetachVGPU, call{path: args(cloudspaceID, itoa(vmID), vgpuID)}, nil)
+}
+
+// RestoreVGPU takes a reservation out of the recycle bin, unattached.
+func (c *Client) RestoreVGPU(ctx context.Context, location, vgpuID string) error {
+	return c.do(ctx, opRestoreVGPU, call{path: args(location, vgpuID)}, nil)
 }
 
 // ReleaseVGPU releases a reservation for good (detach=true, permanently=true): anything less

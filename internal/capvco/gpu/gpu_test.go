@@ -3,6 +3,7 @@ package gpu_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -64,6 +65,79 @@ func TestReleaseUnderChurn(t *testing.T) {
 	for i, n := range names {
 		if gpuname.OwnedByCluster(n, "ns", "c1") && left[ids[i]] {
 			t.Errorf("%s (%s) is still billed after the teardown (released %v)", n, ids[i], released)
+		}
+	}
+}
+
+// softDelete deletes a reservation the way the portal does without "permanently": it lands in
+// the recycle bin, detached and still billed. The client has no call for it on purpose.
+func softDelete(t *testing.T, sim *vcosim.Server, id string) {
+	t.Helper()
+	tok, err := sim.Token(vcosim.SeedClusterPrinc, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodDelete, sim.APIURL()+"/customers/"+vcosim.SeedCustomer+"/locations/"+loc+"/vgpus/"+id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("soft delete of %s: %s", id, resp.Status)
+	}
+}
+
+// TestEnsureUsesARecycledReservation: a live machine's reservation deleted in the portal
+// without "permanently" sits in the recycle bin, detached and still billed. The machine's next
+// Ensure must not reserve a second one next to it (two billed, one unused and hidden behind a
+// live owner's name): it restores that one and attaches it.
+func TestEnsureUsesARecycledReservation(t *testing.T) {
+	sim, c := newClient(t)
+	ctx := context.Background()
+	cs, _, err := c.EnsureCloudspace(ctx, vco.CreateCloudspaceRequest{Name: "capvco_ns_c1_site-a", Location: loc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := c.FindImage(ctx, loc, vcosim.SeedImageName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vmID, err := c.CreateVM(ctx, cs.ID, vco.CreateVMRequest{Name: "m1", VCPUs: 2, MemoryMiB: 2048, ImageID: img.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "capvco_ns_c1_m1_gpu_0"
+	first, err := gpu.Ensure(ctx, c, loc, cs.ID, vmID, vcosim.SeedStubGPUProfile, []string{name})
+	if err != nil || len(first) != 1 {
+		t.Fatalf("%+v %v", first, err)
+	}
+	softDelete(t, sim, first[0].ID)
+
+	again, err := gpu.Ensure(ctx, c, loc, cs.ID, vmID, vcosim.SeedStubGPUProfile, []string{name})
+	if err != nil || len(again) != 1 {
+		t.Fatalf("%+v %v", again, err)
+	}
+	var billedOfName []vcosim.Billed
+	for _, b := range sim.Billed() {
+		if b.Kind == "vgpu" && b.Name == name {
+			billedOfName = append(billedOfName, b)
+		}
+	}
+	if len(billedOfName) != 1 || billedOfName[0].ID != first[0].ID || billedOfName[0].InRecycleBin {
+		t.Fatalf("billed reservations named %s: %+v, want only %s, restored", name, billedOfName, first[0].ID)
+	}
+	all, err := c.ListAllVGPUs(ctx, loc, vco.ListVGPUsOptions{IncludeDeleted: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range all {
+		if v.ID == first[0].ID && (!v.Attached() || v.VM.ID != vmID || v.DeletionTime != nil) {
+			t.Fatalf("the reservation is not back on its VM: %+v", v)
 		}
 	}
 }

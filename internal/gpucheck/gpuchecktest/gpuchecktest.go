@@ -73,7 +73,7 @@ var Cases = []Case{
 	{Label: "renamed-attached-foreign-vm", Name: "capvco-scratch", AttachTo: "jupyter", Want: gpucheck.AttachedForeign, WantUnverified: gpucheck.Renamed},
 	{Label: "recycle-bin", Name: "capvco_ns_c1_m7_gpu_0", SoftDelete: true, Want: gpucheck.RecycleBin, WantUnverified: gpucheck.RecycleBin, Releasable: true},
 	{Label: "recycle-bin-renamed", Name: "capvco-leftover", SoftDelete: true, Want: gpucheck.RecycleBin, WantUnverified: gpucheck.RecycleBin, Needs: gpucheck.OptInRenamed},
-	{Label: "recycle-bin-owned", Name: "capvco_ns_c1_m1_gpu_3", SoftDelete: true, Want: gpucheck.Owned, WantUnverified: gpucheck.RecycleBin},
+	{Label: "recycle-bin-of-live-machine", Name: "capvco_ns_c1_m1_gpu_3", SoftDelete: true, Want: gpucheck.RecycleBin, WantUnverified: gpucheck.RecycleBin, Releasable: true},
 	{Label: "foreign", Name: "ml-team-a100", Want: gpucheck.Foreign, WantUnverified: gpucheck.Foreign},
 	{Label: "foreign-prefixed", Name: "xcapvco_ns_c1_m9_gpu_0", Want: gpucheck.Foreign, WantUnverified: gpucheck.Foreign},
 	{Label: "foreign-attached", Name: "jupyter-gpu", AttachTo: "jupyter", Want: gpucheck.Foreign, WantUnverified: gpucheck.Foreign},

@@ -138,7 +138,7 @@ func TestSeedCommandVerbatim(t *testing.T) {
 // 1,250 paginated ones, and the exit code still says orphans were found.
 func TestJSON(t *testing.T) {
 	f := gpuchecktest.Seed(t, true)
-	r := run(t, f, runOpts{kube: true}, "-o", "json", "--page-size", "200")
+	r := run(t, f, runOpts{kube: true}, "-o", "json", "--page-size", "200", "--all")
 	wantCode(t, r, cmdutil.ExitFound)
 	var got struct {
 		APIVersion, Kind string
@@ -341,7 +341,7 @@ func TestExitCodePerClass(t *testing.T) {
 				if !kube {
 					want = c.WantUnverified
 				}
-				r := run(t, f, runOpts{kube: kube}, "-location", gpuchecktest.Loc, "-o", "json", "--ownership", map[bool]string{true: "required", false: "off"}[kube])
+				r := run(t, f, runOpts{kube: kube}, "-location", gpuchecktest.Loc, "-o", "json", "--all", "--ownership", map[bool]string{true: "required", false: "off"}[kube])
 				var got engine.Report
 				if err := json.Unmarshal([]byte(r.out), &got); err != nil || len(got.Findings) != 1 {
 					t.Fatalf("kube=%v: %v\n%s\n%s", kube, err, r.out, r.errOut)
@@ -385,5 +385,36 @@ func TestSeedCommandUnderChurn(t *testing.T) {
 	wantCode(t, r, cmdutil.ExitFound)
 	if !strings.Contains(r.out, ids[50]) || !strings.Contains(r.out, "1 orphaned reservation") {
 		t.Fatalf("the orphan %s is not reported:\n%s", ids[50], r.out)
+	}
+}
+
+// TestJSONListsWhatTextLists: -orphans -o json lists the orphans, as the text does, not every
+// reservation of other teams; its counts are the text's (unverified ones are not releasable
+// without --allow-unverified in either).
+func TestJSONListsWhatTextLists(t *testing.T) {
+	f := gpuchecktest.Seed(t, false)
+	for _, kube := range []bool{true, false} {
+		args := []string{"-location", gpuchecktest.Loc, "-orphans"}
+		text := run(t, f, runOpts{kube: kube}, args...)
+		js := run(t, f, runOpts{kube: kube}, append(args, "-o", "json")...)
+		wantCode(t, js, cmdutil.ExitFound)
+		var got gpucheck.Check
+		if err := json.Unmarshal([]byte(js.out), &got); err != nil {
+			t.Fatalf("%v\n%s", err, js.out)
+		}
+		if got.Listed != "orphans" || len(got.Findings) != got.Summary.Orphans {
+			t.Fatalf("kube=%v: listed %q, %d reservations for %d orphans", kube, got.Listed, len(got.Findings), got.Summary.Orphans)
+		}
+		for _, fd := range got.Findings {
+			if !fd.Orphan {
+				t.Fatalf("kube=%v: -orphans -o json lists %s (%s, %s)", kube, fd.ID, fd.Name, fd.Class)
+			}
+		}
+		if !strings.Contains(text.out, fmt.Sprintf("(%d releasable", got.Summary.Releasable)) {
+			t.Fatalf("kube=%v: JSON counts %d releasable, the text says:\n%s", kube, got.Summary.Releasable, text.out)
+		}
+		if !kube && (got.Summary.Releasable != 0 || got.Summary.ReleasableWith[engine.OptInUnverified] == 0) {
+			t.Fatalf("names only: summary %+v", got.Summary)
+		}
 	}
 }

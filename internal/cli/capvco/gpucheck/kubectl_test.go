@@ -47,7 +47,7 @@ func TestRealKubectl(t *testing.T) {
 	}
 
 	out, errOut, code := kc("capvco", "gpucheck", "orphans", "-location", gpuchecktest.Loc)
-	if code != 1 || !strings.Contains(out, "12 orphaned reservations (4 releasable, 5 more with --include-renamed) among 22 reservations in 1 location") ||
+	if code != 1 || !strings.Contains(out, "13 orphaned reservations (5 releasable, 5 more with --include-renamed) among 22 reservations in 1 location") ||
 		!strings.Contains(out, "Release them with: kubectl capvco gpucheck release --location "+gpuchecktest.Loc) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}

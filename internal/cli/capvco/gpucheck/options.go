@@ -75,6 +75,7 @@ type Options struct {
 
 	// Release.
 	Yes             bool
+	DryRun          bool
 	AllowUnverified bool
 	IncludeRenamed  bool
 	IDs             []string
@@ -265,14 +266,37 @@ func (o *Options) scan(ctx context.Context) (*gpucheck.Report, gpucheck.Manageme
 // Check is the printed result of a check (kind GPUCheck).
 type Check struct {
 	cmdutil.TypeMeta `json:",inline"`
-	gpucheck.Report  `json:",inline"`
+	// Listed says which reservations the report lists: "orphans", "capvco" (all but the
+	// foreign ones) or "all"; the summary counts every one read.
+	Listed          string `json:"listed"`
+	gpucheck.Report `json:",inline"`
 }
 
 // Release is the printed result of a release (kind GPURelease).
 type Release struct {
 	cmdutil.TypeMeta `json:",inline"`
-	gpucheck.Report  `json:",inline"`
-	Results          []gpucheck.ReleaseResult `json:"results"`
+	Listed           string `json:"listed"`
+	// DryRun is --dry-run: the results say what would be released; nothing was.
+	DryRun          bool `json:"dryRun,omitempty"`
+	gpucheck.Report `json:",inline"`
+	Results         []gpucheck.ReleaseResult `json:"results"`
+}
+
+// check is the printed form of a report.
+func (o *Options) check(rep *gpucheck.Report) Check {
+	c := Check{TypeMeta: cmdutil.Meta("GPUCheck"), Listed: o.listed(), Report: *rep}
+	c.Findings = o.shown(rep)
+	return c
+}
+
+// release is the printed form of a release.
+func (o *Options) release(rep *gpucheck.Report, results []gpucheck.ReleaseResult) Release {
+	r := Release{TypeMeta: cmdutil.Meta("GPURelease"), Listed: o.listed(), DryRun: o.DryRun, Report: *rep, Results: results}
+	r.Findings = o.shown(rep)
+	if r.Results == nil {
+		r.Results = []gpucheck.ReleaseResult{}
+	}
+	return r
 }
 
 // progress shows, on a terminal, how far a sweep has read: one line, rewritten in place.

@@ -20,7 +20,7 @@ func runCheck(ctx context.Context, o *Options) error {
 	if rep == nil {
 		return err
 	}
-	if perr := cmdutil.Print(o.IO.Out, o.Output, Check{TypeMeta: cmdutil.Meta("GPUCheck"), Report: *rep}, func() error { return o.writeCheck(rep) }); perr != nil {
+	if perr := cmdutil.Print(o.IO.Out, o.Output, o.check(rep), func() error { return o.writeCheck(rep) }); perr != nil {
 		return perr
 	}
 	if err != nil {

@@ -35,9 +35,11 @@ func runRelease(ctx context.Context, o *Options) error {
 	if text && !rep.OwnershipChecked && rep.OwnershipNote != "" {
 		fmt.Fprintln(o.IO.ErrOut, "Warning: ownership "+rep.OwnershipNote+".")
 	}
+	if o.DryRun {
+		return o.dryRun(rep, selected)
+	}
 	if len(selected) == 0 {
-		out := Release{TypeMeta: cmdutil.Meta("GPURelease"), Report: *rep, Results: []gpucheck.ReleaseResult{}}
-		if err := cmdutil.Print(o.IO.Out, o.Output, out, func() error {
+		if err := cmdutil.Print(o.IO.Out, o.Output, o.release(rep, nil), func() error {
 			fprintln(o, "Nothing to release. %s", o.summaryLine(rep))
 			o.explainLeftovers(rep, nil)
 			return nil
@@ -65,8 +67,7 @@ func runRelease(ctx context.Context, o *Options) error {
 		}
 		results = append(results, r.Release(ctx, group)...)
 	}
-	out := Release{TypeMeta: cmdutil.Meta("GPURelease"), Report: *rep, Results: results}
-	if err := cmdutil.Print(o.IO.Out, o.Output, out, func() error {
+	if err := cmdutil.Print(o.IO.Out, o.Output, o.release(rep, results), func() error {
 		counts := map[gpucheck.Outcome]int{}
 		for _, res := range results {
 			counts[res.Outcome]++
@@ -93,6 +94,30 @@ func runRelease(ctx context.Context, o *Options) error {
 // names.
 func (o *Options) optIns() gpucheck.OptIns {
 	return gpucheck.OptIns{Renamed: o.IncludeRenamed || len(o.IDs) > 0, Unverified: o.AllowUnverified}
+}
+
+// dryRun prints what a release would select, and why the other orphans would stay, and
+// exits as the check does: 0 no orphans, 1 orphans. It never asks and releases nothing.
+func (o *Options) dryRun(rep *gpucheck.Report, selected []gpucheck.Finding) error {
+	results := make([]gpucheck.ReleaseResult, 0, len(selected))
+	for _, f := range selected {
+		results = append(results, gpucheck.ReleaseResult{Finding: f, Outcome: gpucheck.WouldRelease})
+	}
+	if err := cmdutil.Print(o.IO.Out, o.Output, o.release(rep, results), func() error {
+		if len(selected) > 0 {
+			writeFindings(o.IO.Out, o.Styles, selected, selected[0].Account != "")
+			fmt.Fprintln(o.IO.Out)
+		}
+		fprintln(o, "Dry run: %s would be released; nothing was released. %s", plural(len(selected), "reservation"), o.summaryLine(rep))
+		o.explainLeftovers(rep, selected)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if rep.Summary.Orphans > 0 {
+		return cmdutil.ErrFound
+	}
+	return nil
 }
 
 // selectOrphans picks what may be released: the Releasable orphans, the others only with the
@@ -268,8 +293,12 @@ skipped, or not selected); 2 an error, a failed release, or --timeout ran out (a
 not be read to the end releases nothing; releases not tried before the deadline are skipped and
 named); 3 bad flags, or no terminal to confirm on without --yes; 4 the question was answered no.
 
+--dry-run lists what would be released, and why the other orphans would not be, without asking
+(no terminal or --yes needed); it releases nothing and exits as the check does.
+
 --timeout (default 1m) bounds the whole run except the time the question waits for its answer.`,
-		Example: "  # see what would be released, then answer the question\n  " + o.ReleaseCommand + " --location nl-rmd-dc01-001\n\n" +
+		Example: "  # see what would be released, without a question\n  " + o.ReleaseCommand + " --location nl-rmd-dc01-001 --dry-run\n\n" +
+			"  # release after a question naming each reservation\n  " + o.ReleaseCommand + " --location nl-rmd-dc01-001\n\n" +
 			"  # in a script: no question, one reservation, JSON results\n  " + o.ReleaseCommand + " --id vgpu-000042 --yes -o json",
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -284,6 +313,7 @@ named); 3 bad flags, or no terminal to confirm on without --yes; 4 the question 
 	}
 	o.addFlags(cmd)
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Release without asking.")
+	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "Only list what would be released (and why the other orphans would not be), without asking; exit 0 no orphans, 1 orphans.")
 	cmd.Flags().BoolVar(&o.AllowUnverified, "allow-unverified", false, "Also release unattached reservations whose owner no management cluster confirmed gone.")
 	cmd.Flags().BoolVar(&o.IncludeRenamed, "include-renamed", false, "Also release unattached orphans whose names only start with capvco (renamed, kept on purpose, or another team's): check each first.")
 	cmd.Flags().StringSliceVar(&o.IDs, "id", nil, "Release only these reservation ids (repeatable); each must be an unattached orphan (a renamed one too; an unverified one with --allow-unverified).")

@@ -73,7 +73,7 @@ func TestReleaseOnATerminal(t *testing.T) {
 	if !strings.Contains(r.errOut, "\r\033[Kreading the vGPU reservations of acme@") {
 		t.Fatalf("no progress on the terminal:\n%q", r.errOut)
 	}
-	if !strings.Contains(r.errOut, "Release 9 reservations permanently? [y/N]") {
+	if !strings.Contains(r.errOut, "Release 10 reservations permanently? [y/N]") {
 		t.Fatalf("no question:\n%s", r.errOut)
 	}
 	billed := billedAll(f)
@@ -192,5 +192,39 @@ func TestReleaseKeepsLooseNames(t *testing.T) {
 	wantCode(t, r, cmdutil.ExitOK)
 	if !strings.Contains(r.out, "Released 3, skipped 0, failed 0.") {
 		t.Fatalf("--include-renamed:\n%s\n%s", r.out, r.errOut)
+	}
+}
+
+// TestReleaseDryRun: --dry-run needs no terminal and no --yes, lists what a release would
+// select, releases nothing, and exits as the check does.
+func TestReleaseDryRun(t *testing.T) {
+	f := gpuchecktest.Seed(t, false)
+	before := len(billedAll(f))
+	r := run(t, f, runOpts{kube: true}, "release", "--location", gpuchecktest.Loc, "--dry-run")
+	wantCode(t, r, cmdutil.ExitFound)
+	if !strings.Contains(r.out, "Dry run: 5 reservations would be released; nothing was released.") {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s", r.out, r.errOut)
+	}
+	for _, c := range gpuchecktest.Cases {
+		if c.Releasable != strings.Contains(r.out, f.IDs[c.Label]+"  ") {
+			t.Errorf("%s: listed %v, want %v", c.Label, !c.Releasable, c.Releasable)
+		}
+	}
+	js := run(t, f, runOpts{kube: true}, "release", "--location", gpuchecktest.Loc, "--dry-run", "-o", "json")
+	wantCode(t, js, cmdutil.ExitFound)
+	var got gpucheck.Release
+	if err := json.Unmarshal([]byte(js.out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, js.out)
+	}
+	if !got.DryRun || len(got.Results) != 5 {
+		t.Fatalf("dryRun %v, %d results", got.DryRun, len(got.Results))
+	}
+	for _, res := range got.Results {
+		if res.Outcome != engine.WouldRelease {
+			t.Fatalf("%s: %s", res.ID, res.Outcome)
+		}
+	}
+	if n := len(billedAll(f)); n != before {
+		t.Fatalf("a dry run released %d reservations", before-n)
 	}
 }

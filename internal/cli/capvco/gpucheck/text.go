@@ -111,15 +111,7 @@ func writeFindings(w io.Writer, st *cmdutil.Styles, fs []gpucheck.Finding, accou
 // incomplete listing.
 func (o *Options) writeCheck(rep *gpucheck.Report) error {
 	w := o.IO.Out
-	var shown []gpucheck.Finding
-	for _, f := range rep.Findings {
-		switch {
-		case o.OnlyOrphans && !f.Orphan:
-		case !o.All && !o.OnlyOrphans && f.Class == gpucheck.Foreign:
-		default:
-			shown = append(shown, f)
-		}
-	}
+	shown := o.shown(rep)
 	accounts := false
 	for _, l := range rep.Locations {
 		accounts = accounts || l.Account != ""
