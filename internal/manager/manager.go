@@ -102,6 +102,8 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 			WatchFilter:        o.WatchFilter,
 			ClusterConcurrency: o.Concurrency["vcocluster"],
 			MachineConcurrency: o.Concurrency["vcomachine"],
+			AllowHTTP:          o.VCOAllowHTTP,
+			AllowedHosts:       o.VCOAllowedHosts,
 		}); err != nil {
 			return nil, fmt.Errorf("set up CAPVCO controllers: %w", err)
 		}

@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/capx-io/capx/internal/vco"
 )
 
 // Providers the manager can run.
@@ -49,6 +51,10 @@ type Options struct {
 	ClusterMaxActiveJobs int
 	ClusterOperationGate bool
 	DestroyNamespace     string
+
+	// CAPVCO client settings: where tenants' credential Secrets may send the manager.
+	VCOAllowHTTP    bool
+	VCOAllowedHosts []string
 
 	// SkipControllerNameValidation lets several managers run one after another in one process,
 	// as tests do (controller-runtime refuses a controller name it saw before). No flag sets it.
@@ -88,6 +94,8 @@ func AddFlags(fs *pflag.FlagSet) {
 	for _, k := range concurrencyKinds {
 		fs.Int(k+"-concurrency", 10, fmt.Sprintf("Concurrent reconciles of %s objects (caps reconciles, not Jobs).", k))
 	}
+	fs.Bool("vco-allow-http", false, "Let CAPVCO send tokens and client secrets over plain http to any host a credential Secret names (a whitesky.cloud simulator in the cluster); never for whitesky.cloud. Loopback hosts never need it; a Secret cannot ask for it.")
+	fs.StringSlice("vco-allowed-hosts", nil, "The only hosts (host or host:port, comma-separated) CAPVCO credential Secrets' url and iamURL may name; empty: any host. A link-local or metadata address such as 169.254.169.254 is refused unless listed.")
 }
 
 // Load reads the options from viper (flags, environment, config file) and validates them; every
@@ -108,6 +116,7 @@ func Load(v *viper.Viper) (*Options, error) {
 		HealthAddr:               v.GetString("health-addr"),
 		MetricsAddr:              v.GetString("metrics-bind-address"),
 		Concurrency:              map[string]int{},
+		VCOAllowHTTP:             v.GetBool("vco-allow-http"),
 		RunnerImage:              v.GetString("runner-image"),
 		StateBackups:             v.GetInt("state-backups"),
 		DriftInterval:            v.GetDuration("drift-interval"),
@@ -126,7 +135,19 @@ func Load(v *viper.Viper) (*Options, error) {
 	if o.LeaderElectionID == "" {
 		o.LeaderElectionID = defaultLeaderElectionID(o)
 	}
-	return o, o.validate()
+	hosts, err := vco.ParseAllowedHosts("--vco-allowed-hosts", splitCommas(v.GetStringSlice("vco-allowed-hosts")))
+	o.VCOAllowedHosts = hosts
+	return o, errors.Join(err, o.validate())
+}
+
+// splitCommas splits every element at commas: an environment or config-file value arrives as
+// one element (or as space-separated ones), a flag's as many.
+func splitCommas(in []string) []string {
+	var out []string
+	for _, e := range in {
+		out = append(out, strings.Split(e, ",")...)
+	}
+	return out
 }
 
 func (o *Options) validate() error {

@@ -42,14 +42,26 @@ type Options struct {
 	Logger logr.Logger
 	// Now is the clock used for token expiry; default time.Now.
 	Now func() time.Time
-	// AllowHTTP permits http:// API and IAM URLs on any host, as Credentials.AllowHTTP does
-	// for one credential: for a simulator only. Loopback hosts never need it.
+	// AllowHTTP permits http:// API and IAM URLs on any host: for a simulator only. Loopback
+	// hosts never need it. It is the program's choice (the manager's --vco-allow-http), never
+	// a credential's; see endpoint.go for every rule on the URLs.
 	AllowHTTP bool
+	// AllowedHosts, when not empty, are the only hosts (host or host:port) the credentials'
+	// url and iamURL may name; a link-local or metadata address must be listed to be used at
+	// all. The client's own transport (HTTPClient nil) also checks the address it connects to.
+	AllowedHosts []string
+	// Flags name the flags behind AllowHTTP and AllowedHosts in refusals; default ManagerFlags.
+	Flags PolicyFlags
 }
 
 func (o Options) withDefaults() Options {
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Transport: http.DefaultTransport}
+		// A policy that does not parse has no transport: New and NewFactory report it.
+		if p, err := newPolicy(o); err == nil {
+			o.HTTPClient = &http.Client{Transport: guardedTransport(p)}
+		} else {
+			o.HTTPClient = &http.Client{Transport: http.DefaultTransport}
+		}
 	}
 	// A copy, so the caller's client keeps its own redirect policy.
 	hc := *o.HTTPClient
@@ -113,8 +125,10 @@ func safeRedirect(next func(*http.Request, []*http.Request) error) func(*http.Re
 }
 
 func newClient(creds Credentials, opts Options, m *metrics) (*Client, error) {
-	creds.AllowHTTP = creds.AllowHTTP || opts.AllowHTTP
 	if err := creds.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkEndpoints(creds, opts); err != nil {
 		return nil, err
 	}
 	if creds.JWT != "" {
@@ -322,6 +336,9 @@ func (c *Client) attempt(ctx context.Context, o op, target string, body []byte) 
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.opts.HTTPClient.Do(req)
+	if errors.Is(err, errRefusedAddress) {
+		return 0, nil, 0, fmt.Errorf("vco: %s (%s %s): %w", o.name, o.method, o.path, stripURL(err)) // no retry can help
+	}
 	if err != nil {
 		return 0, nil, 0, &unavailableError{op: o, err: stripURL(err)}
 	}

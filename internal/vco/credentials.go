@@ -3,7 +3,6 @@ package vco
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 )
@@ -16,8 +15,11 @@ const (
 	SecretKeyClientID     = "clientID"
 	SecretKeyClientSecret = "clientSecret"
 	SecretKeyIAMURL       = "iamURL"
-	// SecretKeyAllowHTTP "true" lets the client talk plain http to a non-loopback host: for a
-	// simulator in the management cluster only, never for whitesky.cloud.
+	// SecretKeyAllowHTTP is refused: it once let a credential choose plain http, so a tenant's
+	// Secret could make the shared manager send requests wherever it liked. Plain http is now
+	// the choice of the program using the credential (Options.AllowHTTP, from the manager's
+	// --vco-allow-http or the tools' --allow-http). The key stays named so that a Secret still
+	// carrying it gets a message saying so instead of being silently ignored.
 	SecretKeyAllowHTTP = "allowHTTP"
 )
 
@@ -37,32 +39,40 @@ type Credentials struct {
 	// IAMURL is the token service base, e.g. https://iam.example.com; it is needed for client
 	// credentials and for refreshing a JWT before it expires.
 	IAMURL string
-	// AllowHTTP permits http:// URLs on hosts other than loopback (SecretKeyAllowHTTP): the
-	// token and the client secret then cross the network unencrypted. For simulators only.
-	AllowHTTP bool
 }
 
-// CredentialsFromSecret reads the keys of a credentials Secret's data.
+// errAllowHTTPKey names both programs' flags: the Secret is read by the manager and by the
+// gpucheck tools alike, and the key means nothing to either any more.
+var errAllowHTTPKey = fmt.Errorf("the key %q is no longer honoured: a credential cannot choose plain http, the program using it does "+
+	"(the manager: --vco-allow-http; capvco-gpucheck and kubectl capvco gpucheck: --allow-http); delete the key from the Secret", SecretKeyAllowHTTP)
+
+// CredentialsFromSecret reads the keys of a credentials Secret's data. Whether the URLs may be
+// used (https, the allowed hosts) is the client's decision, made by New and Factory.Client
+// with the program's Options: the Secret cannot decide it.
 func CredentialsFromSecret(data map[string][]byte) (Credentials, error) {
 	c := Credentials{
 		URL: strings.TrimSpace(string(data[SecretKeyURL])), Customer: strings.TrimSpace(string(data[SecretKeyCustomer])),
 		JWT: strings.TrimSpace(string(data[SecretKeyJWT])), ClientID: strings.TrimSpace(string(data[SecretKeyClientID])),
 		ClientSecret: strings.TrimSpace(string(data[SecretKeyClientSecret])), IAMURL: strings.TrimSpace(string(data[SecretKeyIAMURL])),
-		AllowHTTP: strings.TrimSpace(string(data[SecretKeyAllowHTTP])) == "true",
 	}
-	return c, c.Validate()
+	err := c.Validate()
+	if _, ok := data[SecretKeyAllowHTTP]; ok {
+		err = errors.Join(fmt.Errorf("vco: invalid credentials: %w", errAllowHTTPKey), err)
+	}
+	return c, err
 }
 
-// Validate says what is missing, naming Secret keys so the message is actionable.
+// Validate says what is missing or malformed, naming Secret keys so the message is
+// actionable. It does not judge where the URLs point: that is the program's policy (New).
 func (c Credentials) Validate() error {
 	var errs []error
 	if c.URL == "" {
 		errs = append(errs, fmt.Errorf("%q (the API URL, e.g. https://try.whitesky.cloud/api/1) is empty", SecretKeyURL))
-	} else if err := c.checkURL(SecretKeyURL, c.URL, "https://try.whitesky.cloud/api/1"); err != nil {
+	} else if _, err := parseEndpoint(SecretKeyURL, c.URL, "https://try.whitesky.cloud/api/1"); err != nil {
 		errs = append(errs, err)
 	}
 	if c.IAMURL != "" {
-		if err := c.checkURL(SecretKeyIAMURL, c.IAMURL, "https://iam.example.com"); err != nil {
+		if _, err := parseEndpoint(SecretKeyIAMURL, c.IAMURL, "https://iam.example.com"); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -82,29 +92,6 @@ func (c Credentials) Validate() error {
 		return fmt.Errorf("vco: invalid credentials: %w", errors.Join(errs...))
 	}
 	return nil
-}
-
-// checkURL accepts an https URL with a host, and an http one only on a loopback host or with
-// AllowHTTP: the client sends the JWT and the client secret to these URLs.
-func (c Credentials) checkURL(key, raw, example string) error {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return fmt.Errorf("%q must be an https URL such as %s", key, example)
-	}
-	if u.Scheme == "http" && !c.AllowHTTP && !loopback(u.Hostname()) {
-		return fmt.Errorf("%q is http://%s: the client sends tokens and secrets only over https (plain http is for a simulator: set %q to \"true\")",
-			key, u.Host, SecretKeyAllowHTTP)
-	}
-	return nil
-}
-
-// loopback reports a host that never leaves the machine.
-func loopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // String never shows the token, the secret or a password embedded in a URL, so credentials

@@ -244,7 +244,7 @@ func applySimulatorCredentials(t *testing.T, ctx context.Context, m *install.Man
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{clusterctlv1.ClusterctlMoveLabel: ""}},
 		StringData: map[string]string{
-			vco.SecretKeyURL: url, vco.SecretKeyCustomer: vcosim.SeedCustomer, vco.SecretKeyJWT: jwt, vco.SecretKeyAllowHTTP: "true",
+			vco.SecretKeyURL: url, vco.SecretKeyCustomer: vcosim.SeedCustomer, vco.SecretKeyJWT: jwt, // plain http: both managers run with --vco-allow-http (config/local)
 		},
 	}
 	g.Expect(m.Client.Create(ctx, secret)).To(Succeed())

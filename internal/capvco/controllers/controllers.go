@@ -39,12 +39,17 @@ type Options struct {
 	// MachineResync is how often a provisioned machine's VM is read back to notice a VM lost
 	// out of band (default DefaultMachineResync).
 	MachineResync time.Duration
+	// AllowHTTP and AllowedHosts are the manager's --vco-allow-http and --vco-allowed-hosts:
+	// where the real client (Platform nil) lets credential Secrets point it.
+	AllowHTTP    bool
+	AllowedHosts []string
 }
 
 // Setup registers the CAPVCO controllers with the manager.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.Platform == nil {
-		opts.Platform = platform.VCOFactory{Factory: vco.NewFactory(vco.Options{Logger: mgr.GetLogger().WithName("vco")})}
+		opts.Platform = platform.VCOFactory{Factory: vco.NewFactory(vco.Options{Logger: mgr.GetLogger().WithName("vco"),
+			AllowHTTP: opts.AllowHTTP, AllowedHosts: opts.AllowedHosts, Flags: vco.ManagerFlags})}
 	}
 	if opts.Prober == nil {
 		opts.Prober = health.TLSProber{}

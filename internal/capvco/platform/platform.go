@@ -46,7 +46,13 @@ func ClientFor(ctx context.Context, c client.Reader, f Factory, namespace, name 
 	if err != nil {
 		return nil, err
 	}
-	return f.Client(creds)
+	// The factory applies the manager's endpoint policy (--vco-allow-http,
+	// --vco-allowed-hosts): name the Secret whose URLs it refused.
+	api, err := f.Client(creds)
+	if err != nil {
+		return nil, fmt.Errorf("Secret %s/%s: %w", namespace, name, err)
+	}
+	return api, nil
 }
 
 // ErrCredentialsNotFound is returned when the credential Secret does not exist.

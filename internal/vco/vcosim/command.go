@@ -99,7 +99,7 @@ func loadFaults(s *Sim, path string) error {
 	return s.faults.Apply(set)
 }
 
-var secretTemplate = template.Must(template.New("secret").Parse(`# whitesky.cloud simulator credentials ({{.Principal}}); apply with kubectl apply -f -
+var secretTemplate = template.Must(template.New("secret").Parse(`# whitesky.cloud simulator credentials ({{.Principal}}); apply with kubectl apply -f -; plain http off loopback needs the manager's --vco-allow-http (capvco-gpucheck: --allow-http)
 apiVersion: v1
 kind: Secret
 metadata:
@@ -113,12 +113,12 @@ stringData:
   clientID: {{.ClientID}}
   clientSecret: {{.ClientSecret}}
   iamURL: {{.IAMURL}}
-  allowHTTP: "true"
 `))
 
 // printSecret writes the Kubernetes Secret a CAPVCO cluster (or gpucheck) needs to talk to
 // this simulator. The simulator speaks plain http, which the client refuses on hosts other than
-// loopback unless the Secret says allowHTTP. Printing the token is the point of the command; it never goes to the log.
+// loopback unless the program using the Secret allows it (a Secret cannot): the banner says
+// which flag. Printing the token is the point of the command; it never goes to the log.
 func (s *Server) printSecret(w io.Writer, principal, name, namespace string) error {
 	tok, err := s.Token(principal, 0)
 	if err != nil {

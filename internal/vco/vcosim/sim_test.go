@@ -118,10 +118,15 @@ func TestPrintSecret(t *testing.T) {
 	if err := s.printSecret(&out, SeedClusterPrinc, "creds", "capvco-system"); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"kind: Secret", "name: creds", "url: " + s.APIURL(), "customer: acme", "jwt: ey", "clientID: capvco", "iamURL: " + s.IAMURL(), `allowHTTP: "true"`} {
+	for _, want := range []string{"kind: Secret", "name: creds", "url: " + s.APIURL(), "customer: acme", "jwt: ey", "clientID: capvco", "iamURL: " + s.IAMURL(), "--vco-allow-http", "--allow-http"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("missing %q in\n%s", want, out.String())
 		}
+	}
+	// The key a credential could once allow plain http with is refused now: printing it would
+	// make the Secret unusable.
+	if strings.Contains(out.String(), "allowHTTP") {
+		t.Fatalf("the printed Secret carries allowHTTP:\n%s", out.String())
 	}
 }
 

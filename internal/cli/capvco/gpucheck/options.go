@@ -84,6 +84,9 @@ type Options struct {
 	Creds            CredentialFlags
 	CredentialSecret string
 	Getenv           func(string) string
+	// AllowHTTP is --allow-http: plain http to any host (a simulator). A credential Secret
+	// cannot ask for it.
+	AllowHTTP bool
 
 	// APITimeout bounds one API call; APIRetries bounds attempts of a transient failure.
 	APITimeout time.Duration
@@ -136,6 +139,7 @@ func (o *Options) addCredentialFlags(cmd *cobra.Command) {
 		fs.StringVar(&o.Creds.IAMURL, "iam-url", "", "Token service base, needed for client credentials and JWT refresh (or $"+EnvIAMURL+").")
 	}
 	fs.StringVar(&o.CredentialSecret, "credentials-secret", "", "Read the credential from this Secret (NAMESPACE/NAME) through the kubeconfig; default: the Secrets every VCOCluster names.")
+	fs.BoolVar(&o.AllowHTTP, "allow-http", false, "Send the token and client secret over plain http to any host (a whitesky.cloud simulator); loopback hosts never need it. Never for whitesky.cloud.")
 }
 
 // accounts resolves the credentials: flags, then the environment (standalone only), then
@@ -215,6 +219,8 @@ func (o *Options) vcoOptions() vco.Options {
 	if o.APIRetries > 0 {
 		opts.MaxAttempts = o.APIRetries
 	}
+	opts.AllowHTTP = opts.AllowHTTP || o.AllowHTTP
+	opts.Flags = vco.PolicyFlags{AllowHTTP: "--allow-http"}
 	return opts
 }
 

@@ -174,6 +174,9 @@ func (o *Options) releaseHint(optIns ...string) string {
 	add("client-secret-file", o.Creds.ClientSecretFile)
 	add("iam-url", o.Creds.IAMURL)
 	add("credentials-secret", o.CredentialSecret)
+	if o.AllowHTTP {
+		cmd += " --allow-http"
+	}
 	if o.Ownership != OwnershipAuto {
 		add("ownership", string(o.Ownership))
 	}
