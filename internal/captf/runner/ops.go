@@ -111,7 +111,19 @@ func (r *run) applyApproved(ctx context.Context, plan *tfjson.Plan, planPath str
 	if !same {
 		return changed("the plan made now differs from the approved plan " + r.o.expectPlan)
 	}
-	f := r.run1(ctx, "apply", func(ctx context.Context) error {
+	// The hash and the approver saw the saved plan's document; what applies is its file. The
+	// file's own show -json must make the same changes, or the document lied about it.
+	fromFile, f := r.show(ctx, r.approved.path)
+	if f != nil {
+		return f
+	}
+	if same, err = planhash.SameChanges(r.approved.plan, fromFile); err != nil {
+		return &failure{kind: runresult.KindStep, step: "show", summary: err.Error()}
+	} else if !same {
+		return changed("the approved plan " + r.o.expectPlan + "'s plan file does not make the changes its document (which the approval covers) " +
+			"lists: the saved plan was not written by a plan Job of this object")
+	}
+	f = r.run1(ctx, "apply", func(ctx context.Context) error {
 		return r.tf.Apply(ctx, tfexec.DirOrPlan(r.approved.path), r.lockTimeout())
 	})
 	if f != nil && f.kind == runresult.KindStep && strings.Contains(f.summary, staleSavedPlan) {

@@ -82,6 +82,21 @@ func (f *fixture) approve(ctx context.Context, job, inputsHash string) approval 
 	return approval{hash: hash, digest: digest, chunks: n, prior: prior, bundle: b, owner: first.OwnerReferences[0]}
 }
 
+// giveSavedPlan hands the next approved apply bundle as its saved plan, as the manager would
+// after verifying a plan approved as hash.
+func (f *fixture) giveSavedPlan(b *savedplan.Bundle, hash string) approval {
+	f.t.Helper()
+	secrets, err := savedplan.Encode(b, "forged", f.ns, nil)
+	must(f.t, err)
+	dir := filepath.Join(f.dir, "config", contract.SavedPlanDir)
+	must(f.t, os.RemoveAll(dir))
+	must(f.t, os.MkdirAll(dir, 0o755))
+	for i, s := range secrets {
+		must(f.t, os.WriteFile(filepath.Join(dir, strconv.Itoa(i)), s.Data[savedplan.DataKey], 0o644))
+	}
+	return approval{hash: hash, digest: secrets[0].Annotations[savedplan.DigestAnnotation], chunks: len(secrets), bundle: b}
+}
+
 func (a approval) flags() []string {
 	return []string{"--expect-plan=" + a.hash, "--saved-plan-chunks=" + strconv.Itoa(a.chunks), "--saved-plan-digest=" + a.digest}
 }
@@ -192,7 +207,7 @@ func TestApprovedApply(t *testing.T) {
 		g := NewWithT(t)
 		f, a := planned(t)
 		o := f.run(ctx, "apply", append(f.object(ctx, "tfc-obj0-apply-2"), a.flags()...)...).ok(t)
-		g.Expect(o.stepNames()).To(Equal([]string{"init", "validate", "plan", "show", "apply"}))
+		g.Expect(o.stepNames()).To(Equal([]string{"init", "validate", "plan", "show", "show", "apply"}), "the plan made now, then the approved plan file")
 		g.Expect(o.res.Changes).NotTo(BeNil())
 		g.Expect(f.state(ctx)["outputs"]).To(HaveKeyWithValue("exports", HaveKeyWithValue("value", HaveKeyWithValue("network_cidr", "10.1.0.0/16"))))
 		g.Expect(f.state(ctx)["serial"]).To(BeNumerically(">", a.prior.Serial))
@@ -214,7 +229,7 @@ func TestApprovedApply(t *testing.T) {
 		o := f.run(ctx, "apply", append(f.object(ctx, "tfc-obj0-apply-2"), a.flags()...)...)
 		refused(t, f, o, serial, "OpenTofu refused its saved plan as stale")
 		NewWithT(t).Expect(o.res.Error.Step).To(Equal("apply"))
-		NewWithT(t).Expect(o.stepNames()).To(Equal([]string{"init", "validate", "plan", "show", "apply"}), "the changes were the same: OpenTofu itself refused")
+		NewWithT(t).Expect(o.stepNames()).To(Equal([]string{"init", "validate", "plan", "show", "show", "apply"}), "the changes were the same: OpenTofu itself refused")
 	})
 	t.Run("saved plan replaced", func(t *testing.T) {
 		t.Parallel()
@@ -228,6 +243,21 @@ func TestApprovedApply(t *testing.T) {
 		}
 		o := f.run(ctx, "apply", append(f.object(ctx, "tfc-obj0-apply-2"), a.flags()...)...)
 		refused(t, f, o, serial, "not the "+a.digest+" the manager verified")
+	})
+	t.Run("plan file makes other changes than its document", func(t *testing.T) {
+		// Issue 19: the approver and the hash see the saved plan's document, the apply applies its
+		// file. A saved plan whose file is another plan's (here one for 10.3.0.0/16, with the
+		// 10.1.0.0/16 plan's document) is refused before anything applies.
+		t.Parallel()
+		f, a := planned(t)
+		serial := f.state(ctx)["serial"]
+		f.vars["network_cidr"] = "10.3.0.0/16"
+		f.run(ctx, "plan", f.object(ctx, "tfc-obj0-plan-9")...).ok(t)
+		other := f.approve(ctx, "tfc-obj0-plan-9", "h2:three")
+		forged := f.giveSavedPlan(&savedplan.Bundle{PlanFile: other.bundle.PlanFile, Plan: a.bundle.Plan}, a.hash)
+		f.vars["network_cidr"] = "10.1.0.0/16"
+		o := f.run(ctx, "apply", append(f.object(ctx, "tfc-obj0-apply-2"), forged.flags()...)...)
+		refused(t, f, o, serial, "plan file does not make the changes its document")
 	})
 	t.Run("no saved plan", func(t *testing.T) {
 		t.Parallel()
