@@ -23,8 +23,10 @@ import (
 // overlap covers) is read again further back, down to offset 0 if need be. A page whose
 // reservations already read come in another order than they were read proves the order is
 // not stable, and the listing is read again from the start. The listing ends at the first
-// page that reaches the count the server gave with it. What it returns is every reservation
-// that existed from the first page to the last, plus some reserved meanwhile.
+// page that reaches the count the server gave with it, having read at least that many
+// distinct reservations (new ones are listed after the old, so every one listed at the end
+// was read): fewer means the pages did not follow the offsets. What it returns is every
+// reservation that existed from the first page to the last, plus some reserved meanwhile.
 
 // VGPUPageFunc reads the page of at most limit reservations starting at offset start.
 type VGPUPageFunc func(ctx context.Context, start, limit int) (VGPUPage, error)
@@ -66,6 +68,9 @@ const (
 	maxOverlap = 16
 	// vgpuListAttempts bounds how often a listing whose order changed is read again.
 	vgpuListAttempts = 3
+	// maxIdlePages bounds the pages in a row that add nothing new (steps back, re-reads): a
+	// server that ignores start_after answers the same page for ever.
+	maxIdlePages = 64
 )
 
 // overlap is how far the page after one of n reservations starts before its end: a quarter
@@ -103,12 +108,12 @@ var errOrderChanged = fmt.Errorf("reservations already read came back in another
 func (l VGPUListing) readOnce(ctx context.Context, page VGPUPageFunc, limit int) ([]VGPU, error) {
 	read := map[string]int{} // id -> position in all
 	var all []VGPU
-	start, count, back, budget := 0, -1, 0, maxVGPUPages
+	start, count, back, idle, budget := 0, -1, 0, 0, maxVGPUPages
 	fail := func(err error) ([]VGPU, error) {
 		return all, &VGPUListError{Read: len(all), Count: count, Err: err}
 	}
 	for pages := 1; ; pages++ {
-		if pages > min(budget, maxVGPUPages) {
+		if pages > min(budget, maxVGPUPages) || idle > maxIdlePages {
 			return fail(fmt.Errorf("%d pages read and the end not reached: %w", pages-1, ErrListChanged))
 		}
 		p, err := page(ctx, start, limit)
@@ -126,13 +131,16 @@ func (l VGPUListing) readOnce(ctx context.Context, page VGPUPageFunc, limit int)
 			// always does).
 			back = max(2*back, maxOverlap)
 			start = max(0, start-back)
+			idle++
 			continue
 		}
 		back = 0
+		idle++
 		for _, v := range p.Items {
 			if _, seen := read[v.ID]; !seen {
 				read[v.ID] = len(all)
 				all = append(all, v)
+				idle = 0
 			}
 		}
 		if l.Progress != nil {
@@ -140,6 +148,11 @@ func (l VGPUListing) readOnce(ctx context.Context, page VGPUPageFunc, limit int)
 		}
 		end := start + len(p.Items)
 		switch {
+		case end >= p.Count && len(all) < p.Count:
+			// Every reservation listed at the end was read (new ones are listed after the
+			// old), plus those released meanwhile: fewer than the count means pages did not
+			// follow the offsets (a server or proxy that ignores start_after).
+			return fail(fmt.Errorf("the end was reached with %d distinct reservations read of %d counted: %w", len(all), p.Count, ErrListChanged))
 		case end >= p.Count:
 			return all, nil
 		case len(p.Items) == 0:

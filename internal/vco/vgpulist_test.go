@@ -147,6 +147,20 @@ func TestVGPUListingRefusesAnUnstableOrder(t *testing.T) {
 	}
 }
 
+// TestVGPUListingRefusesAServerIgnoringOffsets: a server (or proxy) that drops start_after
+// answers the first page to every request; the listing must not end "complete" with it.
+func TestVGPUListingRefusesAServerIgnoringOffsets(t *testing.T) {
+	l := &list{}
+	for range 5000 {
+		l.reserve()
+	}
+	first := func(ctx context.Context, _, limit int) (vco.VGPUPage, error) { return l.page(ctx, 0, limit) }
+	all, err := vco.VGPUListing{Limit: 500}.Read(context.Background(), first)
+	if !errors.Is(err, vco.ErrListChanged) {
+		t.Fatalf("err = %v with %d of 5000 read, want ErrListChanged", err, len(all))
+	}
+}
+
 // TestVGPUListingGivesUpOnEndlessRelease: releases before the cursor on every page, faster
 // than the listing steps back, end in ErrListChanged, not in a loop or a short list.
 func TestVGPUListingGivesUpOnEndlessRelease(t *testing.T) {

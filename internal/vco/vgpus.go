@@ -114,18 +114,25 @@ func (c *Client) ListVGPUs(ctx context.Context, location string, opts ListVGPUsO
 	if opts.OnlyDeleted {
 		q.bool("only_deleted", true)
 	}
-	var out struct {
-		Pagination struct {
-			Limit int `json:"limit"`
-			Pages int `json:"pages"`
-			Count int `json:"count"`
-		} `json:"pagination"`
-		Data []VGPU `json:"data"`
-	}
+	var out vgpuPage
 	if err := c.do(ctx, opListVGPUs, call{path: args(location), query: q.values()}, &out); err != nil {
 		return VGPUPage{}, err
 	}
-	return VGPUPage{Items: out.Data, Count: out.Pagination.Count, Pages: out.Pagination.Pages, Limit: out.Pagination.Limit}, nil
+	return out.page(), nil
+}
+
+// vgpuPage is the list call's answer.
+type vgpuPage struct {
+	Pagination struct {
+		Limit int `json:"limit"`
+		Pages int `json:"pages"`
+		Count int `json:"count"`
+	} `json:"pagination"`
+	Data []VGPU `json:"data"`
+}
+
+func (p vgpuPage) page() VGPUPage {
+	return VGPUPage{Items: p.Data, Count: p.Pagination.Count, Pages: p.Pagination.Pages, Limit: p.Pagination.Limit}
 }
 
 // DefaultVGPUPageSize is the page size ListAllVGPUs uses when none is given.
