@@ -155,7 +155,7 @@ func (t *tokenSource) fetch(ctx context.Context, method, path string, form url.V
 		return "", stripURL(err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody+1)) // a JWT is a few KiB
 	if err != nil {
 		return "", err
 	}

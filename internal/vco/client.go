@@ -343,7 +343,11 @@ func (c *Client) attempt(ctx context.Context, o op, target string, body []byte) 
 		return 0, nil, 0, &unavailableError{op: o, err: stripURL(err)}
 	}
 	defer resp.Body.Close()
-	respBody, err = io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	limit := int64(maxResponse)
+	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
+		limit = maxErrorBody + 1 // enough to tell an API error from anything else
+	}
+	respBody, err = io.ReadAll(io.LimitReader(resp.Body, limit))
 	if err != nil {
 		return resp.StatusCode, nil, 0, &unavailableError{op: o, err: stripURL(err)}
 	}

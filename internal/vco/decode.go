@@ -30,7 +30,7 @@ func (f *flexString) UnmarshalJSON(b []byte) error {
 	}
 	var n json.Number
 	if err := json.Unmarshal(b, &n); err != nil {
-		return fmt.Errorf("want a string or a number, got %.20s", b)
+		return fmt.Errorf("want a string or a number, got %s", jsonKind(b)) // never the value: it may be anything
 	}
 	*f = flexString(n.String())
 	return nil
@@ -50,8 +50,24 @@ func (f *flexInt) UnmarshalJSON(b []byte) error {
 	}
 	n, err := strconv.ParseFloat(string(s), 64)
 	if err != nil {
-		return fmt.Errorf("want an integer, got %q", s)
+		return fmt.Errorf("want an integer, got a string of %d bytes that is not a number", len(s))
 	}
 	*f = flexInt(n)
 	return nil
+}
+
+// jsonKind names the kind of a JSON value from its first byte.
+func jsonKind(b []byte) string {
+	if len(b) == 0 {
+		return "nothing"
+	}
+	switch b[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	}
+	return "something else"
 }

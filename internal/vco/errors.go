@@ -1,13 +1,17 @@
 package vco
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Sentinel errors; every error a call returns wraps at most one of them. Test with errors.Is.
@@ -27,7 +31,8 @@ var (
 	ErrAmbiguous = errors.New("ambiguous name")
 )
 
-// APIError is an error answer of the API. Message is the API's own text.
+// APIError is an error answer of the API. Message is the API's own text, cleaned and bounded,
+// or a summary of an answer that was not the API's (newAPIError).
 type APIError struct {
 	Operation  string
 	Method     string
@@ -111,35 +116,103 @@ func (e *APIError) scrub(secrets ...string) *APIError {
 	return e
 }
 
-const maxMessage = 2048
+// Bounds of what an error answer may put in an error: the message, the number of field errors
+// and each field's name and text. Errors end up in conditions, events and logs.
+const (
+	maxMessage    = 1024
+	maxFields     = 10
+	maxFieldKey   = 64
+	maxFieldValue = 256
+	// maxErrorBody is the most of an error answer that is read: the API's own are a few
+	// hundred bytes, so more is not the API's and is only summarised.
+	maxErrorBody = 64 << 10
+)
 
-// newAPIError keeps the API's message: Flask-RESTX's {"message", "errors"} when the body has
-// it, the raw text otherwise (an nginx page, say), trimmed and redacted.
+// newAPIError keeps the API's own message, Flask-RESTX's {"message", "errors"}, cleaned and
+// bounded. Anything else (an HTML page of a proxy, a body of another service, more than
+// maxErrorBody bytes) is never repeated: the error says what it was and how long, so a
+// credential pointing the client at some other host cannot have that host's answers shown in
+// a condition. body holds at most maxErrorBody+1 bytes of the answer.
 func newAPIError(o op, status int, body []byte, retryAfter time.Duration) *APIError {
 	e := &APIError{Operation: o.name, Method: o.method, Path: o.path, StatusCode: status, RetryAfter: retryAfter}
+	if len(body) > maxErrorBody {
+		e.Message = fmt.Sprintf("the answer is not an API error: more than %d KiB of %s (not shown)", maxErrorBody>>10, sniff(body))
+		return e
+	}
 	var parsed struct {
-		Message any               `json:"message"`
-		Errors  map[string]string `json:"errors"`
+		Message json.RawMessage            `json:"message"`
+		Errors  map[string]json.RawMessage `json:"errors"`
 	}
-	if json.Unmarshal(body, &parsed) == nil && parsed.Message != nil {
-		e.Message = fmt.Sprint(parsed.Message)
-		if len(parsed.Errors) > 0 {
-			e.Fields = map[string]string{}
-			for k, v := range parsed.Errors {
-				if secretField.MatchString(k + "=x") {
-					v = "[redacted]" // the answer to a client_secret argument may repeat it
-				}
-				e.Fields[redact(k)] = redact(v)
-			}
+	if err := json.Unmarshal(body, &parsed); err != nil || len(parsed.Message) == 0 || string(parsed.Message) == "null" {
+		if len(bytes.TrimSpace(body)) == 0 {
+			return e
 		}
-	} else {
-		e.Message = strings.TrimSpace(string(body))
+		e.Message = fmt.Sprintf("the answer is not an API error: %d bytes of %s (not shown)", len(body), sniff(body))
+		return e
 	}
-	if len(e.Message) > maxMessage {
-		e.Message = e.Message[:maxMessage] + "…"
+	e.Message = clean(jsonText(parsed.Message), maxMessage)
+	keys := make([]string, 0, len(parsed.Errors))
+	for k := range parsed.Errors {
+		keys = append(keys, k)
 	}
-	e.Message = redact(e.Message)
+	sort.Strings(keys)
+	for i, k := range keys {
+		if i == maxFields {
+			e.Message += fmt.Sprintf(" (%d more field errors not shown)", len(keys)-maxFields)
+			break
+		}
+		v := clean(jsonText(parsed.Errors[k]), maxFieldValue)
+		if secretField.MatchString(k + "=x") {
+			v = "[redacted]" // the answer to a client_secret argument may repeat it
+		}
+		if e.Fields == nil {
+			e.Fields = map[string]string{}
+		}
+		e.Fields[clean(k, maxFieldKey)] = v
+	}
 	return e
+}
+
+// jsonText is a JSON string's text, or any other JSON value compactly encoded.
+func jsonText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return ""
+	}
+	return b.String()
+}
+
+// clean makes text fit for one line of a condition: known secret shapes redacted, control and
+// direction-changing characters turned into spaces, spaces collapsed, at most limit bytes
+// (cut on a character boundary).
+func clean(s string, limit int) string {
+	s = redact(strings.ToValidUTF8(s, " "))
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return ' '
+		}
+		return r
+	}, s)
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// sniff names what a body looks like, from net/http's fixed list of media types: never a
+// word of the body itself.
+func sniff(body []byte) string {
+	t, _, _ := strings.Cut(http.DetectContentType(body), ";")
+	return t
 }
 
 // unavailableError wraps a transport failure: the outcome of the call is unknown.

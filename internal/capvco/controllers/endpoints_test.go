@@ -3,6 +3,9 @@ package controllers_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -12,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 	"github.com/capx-io/capx/internal/testenv"
@@ -98,5 +102,44 @@ func TestManagerAllowedHosts(t *testing.T) {
 		credentialsInvalid(`"url" names host `+u.Host, `"iamURL" names host `+u.Host, "--vco-allowed-hosts=try.whitesky.cloud,iam.example.com:443"))
 	if reqs := sim.Requests(); len(reqs) != 0 {
 		t.Fatalf("a host outside the allow-list got %d requests: %+v", len(reqs), reqs)
+	}
+}
+
+// TestErrorPagesNeverShown: an API URL that answers an HTML page (a proxy's, or any service a
+// credential points at) shows only the status in the VCOCluster's conditions, its events and
+// the controllers' log, never the page. (Today's HEAD, 4d97e0c, put the page in the condition.)
+func TestErrorPagesNeverShown(t *testing.T) {
+	t.Parallel()
+	const marker = "internal-db-password-4711"
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprintf(w, "<html><body><h1>Server Error</h1><pre>connect db://admin:%s@db</pre></body></html>", marker)
+	}))
+	t.Cleanup(page.Close)
+	h := newHarness(t, harnessOptions{})
+	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "page"}, StringData: map[string]string{
+		vco.SecretKeyURL: page.URL + "/api/1", vco.SecretKeyCustomer: vcosim.SeedCustomer, vco.SecretKeyJWT: h.simToken}})
+	_, vc := h.cluster("page", func(vc *capvcov1.VCOCluster) { vc.Spec.CredentialsRef.Name = "page" })
+	var reported string
+	waitFor(h, vc, time.Minute, "a condition reporting the 500", func(vc *capvcov1.VCOCluster) bool {
+		for _, c := range vc.Status.Conditions {
+			if strings.Contains(c.Message, "500 Internal Server Error") {
+				reported = c.Message
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(reported, "bytes of text/html (not shown)") {
+		t.Errorf("the condition does not say what the answer was: %.300s", reported)
+	}
+	var events corev1.EventList
+	NewWithT(t).Expect(env.Client.List(context.Background(), &events, client.InNamespace(h.ns))).To(Succeed())
+	shown, _ := json.Marshal([]any{vc.Status, events.Items})
+	for what, s := range map[string]string{"status or events": string(shown), "log": h.logs.String()} {
+		if strings.Contains(s, marker) || strings.Contains(s, "<h1>") {
+			t.Errorf("the page shows in the %s", what)
+		}
 	}
 }
