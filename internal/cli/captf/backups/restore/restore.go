@@ -114,17 +114,6 @@ type Result struct {
 	Message string `json:"message,omitempty"`
 }
 
-// RestoredSerial is the serial the state has after restoring the backup of serial backup over
-// a state of serial current: the backup's, when it is past the current one, else the one after
-// the current. The restore Job pushes the backup under a serial the backend never held
-// (internal/captf/runner, restoreOp), so that no serial ever names two states.
-func RestoredSerial(current, backup int64) int64 {
-	if current < backup {
-		return backup
-	}
-	return current + 1
-}
-
 // Checks judges whether the backup of serial can be restored now.
 func Checks(l list.List, o *objects.Object, lock state.Lock, lockErr error, serial int64) (checks []Check, backup string) {
 	var b *list.Backup
@@ -145,8 +134,8 @@ func Checks(l list.List, o *objects.Object, lock state.Lock, lockErr error, seri
 		case l.Current.Lineage != b.Lineage:
 			checks = append(checks, Check{"same lineage", false, fmt.Sprintf("the backup is of lineage %s, the current state of %s: it is another state's history", b.Lineage, l.Current.Lineage)})
 		default:
-			checks = append(checks, Check{"same lineage", true, fmt.Sprintf("lineage %s; the contents of serial %d replace the current serial %d, as serial %d",
-				b.Lineage, serial, l.Current.Serial, RestoredSerial(l.Current.Serial, serial))})
+			checks = append(checks, Check{"same lineage", true, fmt.Sprintf("lineage %s; the contents of serial %d replace the current serial %d, under a new serial above %d",
+				b.Lineage, serial, l.Current.Serial, max(l.Current.Serial, serial-1))})
 		}
 	}
 	switch {
