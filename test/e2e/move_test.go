@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -52,6 +53,7 @@ func TestClusterctlMove(t *testing.T) {
 	// The target comes up while the source provisions.
 	target := upInBackground(t, localcluster.Options{Name: clusterB}, k, install.FlowClusterctl)
 	collectOnFailure(t, "move", a)
+	tools := runbookTools(t)
 
 	step(t, "provision a cluster on the source", func() {
 		_, err := a.ApplyCluster(ctx, k.Repository, install.ClusterSpec{
@@ -106,10 +108,11 @@ func TestClusterctlMove(t *testing.T) {
 		t.Logf("CAPTF Jobs on the source after the move started:\n%s\non the target:\n%s", sourceJobs, targetJobs)
 	}()
 
-	step(t, "clusterctl move", func() {
-		out, err := k.Repository.Clusterctl(ctx, a.Kubeconfig(), "move", "-n", ns, "--to-kubeconfig", b.Kubeconfig(), "-v", "1")
-		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
-	})
+	// The move is the runbook's, every command as written: register the inventory on both
+	// sides, the preflight, clusterctl move, the checks on the target.
+	runRunbook(t, a, tools, "move-a-captf-cluster.md",
+		map[string]string{"my-cluster": name, "team-a": ns, "target.kubeconfig": b.Kubeconfig()},
+		map[string]func(){"2. Run the preflight": func() { waitPoolRefreshed(t, ctx, a, ns) }})
 
 	step(t, "the target takes the objects over from their state", func() {
 		eventually(t, 5*time.Minute, func(g Gomega) {
@@ -144,6 +147,30 @@ func TestClusterctlMove(t *testing.T) {
 		g.Expect(a.Client.List(ctx, clusters, client.InNamespace(ns))).To(Succeed())
 		g.Expect(clusters.Items).To(BeEmpty())
 	})
+}
+
+// waitPoolRefreshed waits until the namespace's TerraformMachinePool Jobs (the membership
+// refresh runs one a minute) have just finished, none runs, and one finished in the last 20 s:
+// the preflight after it finds no block-move, as an operator who waits for the Job sees.
+func waitPoolRefreshed(t *testing.T, ctx context.Context, m *install.Management, ns string) {
+	eventually(t, 3*time.Minute, func(g Gomega) {
+		jobs := &batchv1.JobList{}
+		g.Expect(m.Client.List(ctx, jobs, client.InNamespace(ns), client.MatchingLabels{captfv1.OwnerKindLabel: contract.KindMachinePool})).To(Succeed())
+		var last time.Time
+		for _, j := range jobs.Items {
+			var finished time.Time
+			for _, c := range j.Status.Conditions {
+				if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+					finished = c.LastTransitionTime.Time
+				}
+			}
+			g.Expect(finished.IsZero()).To(BeFalse(), "Job %s runs", j.Name)
+			if finished.After(last) {
+				last = finished
+			}
+		}
+		g.Expect(time.Since(last)).To(BeNumerically("<", 20*time.Second), "the last refresh finished %s ago", time.Since(last))
+	}, "a pool refresh just finished")
 }
 
 // appliedState is what an apply changes in a state and a refresh does not.
