@@ -24,8 +24,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 	"github.com/capx-io/capx/internal/vco"
 	"github.com/capx-io/capx/test/e2e/install"
 	"github.com/capx-io/capx/test/e2e/quickstart"
