@@ -1,10 +1,13 @@
 package vco
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 )
 
 const (
@@ -128,7 +131,8 @@ type CreateVMRequest struct {
 	BootDiskGiB  int
 	DataDisksGiB []int
 	PrivateIP    string
-	// UserData is cloud-init YAML. It travels in the query string; it is never logged.
+	// UserData is the cloud-init user data. It travels in the request body (userDataBody),
+	// never in the query string: a control plane's is tens of KiB. It is never logged.
 	UserData    string
 	Start       *bool // default true
 	BootType    string
@@ -155,19 +159,69 @@ func (c *Client) CreateVM(ctx context.Context, cloudspaceID string, req CreateVM
 	}
 	q := query{}.str("name", req.Name).str("description", desc).must("vcpus", req.VCPUs).must("memory", req.MemoryMiB).
 		str("hostname", req.Hostname).int("image_id", req.ImageID).int("disk_size", req.BootDiskGiB).ints("data_disks", req.DataDisksGiB).
-		str("private_ip", req.PrivateIP).str("user_data", req.UserData).optBool("start_vm", req.Start).str("boot_type", req.BootType).
+		str("private_ip", req.PrivateIP).optBool("start_vm", req.Start).str("boot_type", req.BootType).
 		optBool("enable_vm_agent", req.EnableAgent)
-	var body any
+	body := map[string]any{}
 	if req.GPU != nil {
-		body = map[string]string{"gpu_id": req.GPU.ProfileID, "vgpu_name": req.GPU.Name}
+		body["gpu_id"], body["vgpu_name"] = req.GPU.ProfileID, req.GPU.Name
+	}
+	if key, v := userDataBody(req.UserData); key != "" {
+		body[key] = v
 	}
 	var out struct {
 		ID int `json:"vm_id"`
 	}
-	if err := c.do(ctx, opCreateVM, call{path: args(cloudspaceID), query: q.values(), body: body}, &out); err != nil {
+	in := call{path: args(cloudspaceID), query: q.values()}
+	if len(body) > 0 {
+		in.body = body
+	}
+	if err := c.do(ctx, opCreateVM, in, &out); err != nil {
 		return 0, err
 	}
 	return out.ID, nil
+}
+
+// userDataBody says how user data travels in the create body. The swagger's body model
+// (VMCreateExtentions) declares only "userdata", an object: the cloud-config as JSON, which
+// the platform writes out as #cloud-config YAML. A cloud-config whose YAML is a mapping goes
+// there, also behind kubeadm's "## template: jinja" header when nothing in it is Jinja markup
+// (the template then renders to itself). Everything else (Jinja markup, MIME multipart, a
+// script, a boothook) cannot be an object without changing what cloud-init runs, so it goes as
+// the string "user_data", the key the Pulumi provider sends to the platform; the swagger does
+// not declare it (vco-api.md §2.2, gap 13). The query string is never used: front ends refuse
+// request lines over 4-8 KiB, and a control plane's cloud-config is tens of KiB.
+func userDataBody(ud string) (key string, value any) {
+	if ud == "" {
+		return "", nil
+	}
+	if obj, ok := cloudConfigObject(ud); ok {
+		return "userdata", obj
+	}
+	return "user_data", ud
+}
+
+// cloudConfigObject is the JSON object of a cloud-config whose YAML is a non-empty mapping.
+func cloudConfigObject(ud string) (json.RawMessage, bool) {
+	first, rest, _ := strings.Cut(ud, "\n")
+	if strings.TrimRight(first, " \t\r") == "## template: jinja" {
+		if strings.Contains(rest, "{{") || strings.Contains(rest, "{%") || strings.Contains(rest, "{#") {
+			return nil, false
+		}
+		first, rest, _ = strings.Cut(rest, "\n")
+	}
+	if strings.TrimRight(first, " \t\r") != "#cloud-config" {
+		return nil, false
+	}
+	for _, line := range strings.Split(rest, "\n") {
+		if l := strings.TrimRight(line, " \t\r"); l == "---" || strings.HasPrefix(l, "--- ") || l == "..." {
+			return nil, false // a second YAML document, which the object would drop
+		}
+	}
+	j, err := yaml.YAMLToJSON([]byte(rest))
+	if err != nil || !bytes.HasPrefix(j, []byte("{")) || string(j) == "{}" {
+		return nil, false
+	}
+	return j, true
 }
 
 // GetVM reads one VM with its disks, NICs and devices.

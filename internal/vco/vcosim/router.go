@@ -115,7 +115,21 @@ func (s *Sim) serve(rt *route) http.HandlerFunc {
 	}
 }
 
+// maxRequestLine is the longest request line the front ends of the platform accept (nginx's
+// default header buffer is 8 KiB; others allow 4 KiB): a longer one never reaches the API.
+const maxRequestLine = 8 << 10
+
+// uriTooLong is what a front end answers instead: a page, not the API's JSON.
+const uriTooLong = "<html><head><title>414 Request-URI Too Large</title></head><body><h1>414 Request-URI Too Large</h1>" +
+	"<p>The request line is longer than the front end accepts.</p></body></html>\n"
+
 func (s *Sim) serveOne(rt *route, w http.ResponseWriter, r *http.Request) (int, string) {
+	if len(r.Method)+len(r.RequestURI)+len(r.Proto)+2 > maxRequestLine {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusRequestURITooLong)
+		_, _ = io.WriteString(w, uriTooLong)
+		return http.StatusRequestURITooLong, ""
+	}
 	c := &call{sim: s, rt: rt, r: r, query: r.URL.Query(), invalid: map[string]string{}}
 	// Authentication comes first, as on the platform: an untokened call is 401 whatever a
 	// backend would have done.
