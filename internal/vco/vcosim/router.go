@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -381,7 +382,9 @@ func (c *call) validation() error {
 	return &apiError{status: http.StatusBadRequest, message: "Input payload validation failed", fields: c.invalid}
 }
 
-// decode reads the JSON body. An empty body decodes as nothing.
+// decode reads the JSON body. An empty body decodes as nothing. A malformed one is answered
+// as Flask-RESTX does, in the API's error shape, naming the field and the swagger type: never
+// with Go's decoder messages.
 func (c *call) decode(v any) error {
 	if !c.rt.Body {
 		panic(fmt.Sprintf("vcosim: %s reads a body it does not declare", c.rt.Key()))
@@ -393,10 +396,52 @@ func (c *call) decode(v any) error {
 	if len(strings.TrimSpace(string(b))) == 0 {
 		return nil
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return &apiError{status: http.StatusBadRequest, message: "Input payload validation failed", fields: map[string]string{"payload": err.Error()}}
+	return payloadError(json.Unmarshal(b, v))
+}
+
+// payloadError turns a decoding error into the API's answer.
+func payloadError(err error) error {
+	var te *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &te) && te.Field != "":
+		return &apiError{status: http.StatusBadRequest, message: "Input payload validation failed",
+			fields: map[string]string{te.Field: fmt.Sprintf("%s is not of type '%s'", jsonValueKind(te.Value), swaggerType(te.Type.Kind()))}}
+	case errors.As(err, &te):
+		return &apiError{status: http.StatusBadRequest, message: "Input payload validation failed",
+			fields: map[string]string{"payload": fmt.Sprintf("%s is not of type '%s'", jsonValueKind(te.Value), swaggerType(te.Type.Kind()))}}
 	}
-	return nil
+	return badRequest("Failed to decode JSON object: the body is not valid JSON")
+}
+
+// jsonValueKind names the JSON value encoding/json found ("string", "number 7", "object"...).
+func jsonValueKind(v string) string {
+	kind, _, _ := strings.Cut(v, " ")
+	switch kind {
+	case "string", "object", "array", "number":
+		return "a JSON " + kind
+	case "bool":
+		return "a JSON boolean"
+	}
+	return "this value"
+}
+
+// swaggerType is the swagger name of the Go type a field decodes into.
+func swaggerType(k reflect.Kind) string {
+	switch k {
+	case reflect.Map, reflect.Struct:
+		return "object"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "integer"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	}
+	return "string"
 }
 
 func success() any { return map[string]bool{"success": true} }

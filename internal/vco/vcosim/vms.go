@@ -71,11 +71,13 @@ func (s *Sim) createVM(c *call) (any, error) {
 	if vm.UserData == "" && body.UserDataString != "" {
 		vm.UserData = body.UserDataString
 	}
-	if vm.UserData == "" && body.UserData != nil {
-		// The object is cloud-init config as JSON: keep it as the cloud-config YAML a guest reads.
+	if vm.UserData == "" && len(body.UserData) > 0 {
+		// The object is cloud-init config as JSON: keep it as the cloud-config YAML a guest
+		// reads. The swagger's default, {}, is no user data at all.
 		y, err := yaml.Marshal(body.UserData)
 		if err != nil {
-			return nil, badRequest("Bad Request: userdata: %v", err)
+			return nil, &apiError{status: http.StatusBadRequest, message: "Input payload validation failed",
+				fields: map[string]string{"userdata": "cannot be written as cloud-config YAML"}}
 		}
 		vm.UserData = "#cloud-config\n" + string(y)
 	}
