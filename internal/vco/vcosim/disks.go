@@ -7,12 +7,12 @@ import (
 
 func (s *Sim) diskRoutes() []*route {
 	const base = "/customers/{customer_id}/locations/{location}/disks"
-	return []*route{
+	return append([]*route{
 		{Route: Route{Method: http.MethodGet, Base: apiBase, Path: base, Query: []string{"include_deleted", "only_deleted"}}, handle: s.listDisks},
 		{Route: Route{Method: http.MethodPost, Base: apiBase, Path: base, Query: []string{"disk_name", "description", "disk_size", "iops", "disk_type", "vm_id", "raid_level", "backup_size_limit"}}, handle: s.createDisk},
 		{Route: Route{Method: http.MethodGet, Base: apiBase, Path: base + "/{disk_id}"}, handle: s.getDisk},
 		{Route: Route{Method: http.MethodDelete, Base: apiBase, Path: base + "/{disk_id}", Query: []string{"detach", "permanently"}}, handle: s.deleteDisk},
-	}
+	}, s.snapshotRoutes()...)
 }
 
 func (s *Sim) newDisk(customer, location, name, desc, typ string, size, iops, vmID int) *Disk {
@@ -61,21 +61,62 @@ func (s *Sim) createDisk(c *call) (any, error) {
 	if size <= 0 {
 		return nil, badRequest("Bad Request: disk_size must be a positive number of GiB")
 	}
-	vmID := 0
-	if vmRaw != "" {
-		id, err := strconv.Atoi(vmRaw)
-		vm := s.st.VMs[id]
-		if err != nil || vm == nil || vm.Customer != cu.ID || vm.Status == statusDestroyed || vm.Status == statusDeleted {
-			return nil, notFound("NotFound: Virtual machine %s not found", vmRaw)
-		}
-		if s.st.Cloudspaces[vm.CloudspaceID].Location != loc.Name {
-			return nil, badRequest("Bad Request: Virtual machine %d is not in location %s", id, loc.Name)
-		}
-		vmID = id
+	vm, err := s.attachTarget(cu.ID, loc.Name, vmRaw)
+	if err != nil {
+		return nil, err
 	}
-	d := s.newDisk(cu.ID, loc.Name, name, desc, typ, size, iops, vmID)
+	d := s.newDisk(cu.ID, loc.Name, name, desc, typ, size, iops, 0)
+	err = s.devices(func(h DiskDevices) error { return h.Created(d.ID, d.SizeGiB) })
+	if err == nil && vm != nil {
+		err = s.attach(d, vm)
+	}
+	if err != nil {
+		delete(s.st.Disks, d.ID)
+		return nil, err
+	}
 	c.slow(s.delays.DiskCreate)
 	return map[string]int{"disk_id": d.ID}, nil
+}
+
+// attachTarget resolves the optional vm_id of a create or clone: a live VM of the customer in
+// the disk's location.
+func (s *Sim) attachTarget(customer, location, vmRaw string) (*VM, error) {
+	if vmRaw == "" {
+		return nil, nil
+	}
+	id, err := strconv.Atoi(vmRaw)
+	vm := s.st.VMs[id]
+	if err != nil || vm == nil || vm.Customer != customer || vm.Status == statusDestroyed || vm.Status == statusDeleted {
+		return nil, notFound("NotFound: Virtual machine %s not found", vmRaw)
+	}
+	if s.st.Cloudspaces[vm.CloudspaceID].Location != location {
+		return nil, badRequest("Bad Request: Virtual machine %d is not in location %s", id, location)
+	}
+	return vm, nil
+}
+
+// attach puts a free disk on a VM, within the VM's disk limit, and shows it to the VM.
+func (s *Sim) attach(d *Disk, vm *VM) error {
+	if err := s.checkAttachLimit(vm); err != nil {
+		return err
+	}
+	if err := s.devices(func(h DiskDevices) error { return h.Attached(d.ID, vm.ID) }); err != nil {
+		return err
+	}
+	d.VMID, d.Order = vm.ID, len(s.vmDisks(vm))
+	return nil
+}
+
+// detach takes a disk off its VM.
+func (s *Sim) detach(d *Disk) error {
+	if d.VMID == 0 {
+		return nil
+	}
+	if err := s.devices(func(h DiskDevices) error { return h.Detached(d.ID, d.VMID) }); err != nil {
+		return err
+	}
+	d.VMID = 0
+	return nil
 }
 
 func (s *Sim) diskFor(c *call, perm string) (*Disk, error) {
@@ -165,8 +206,13 @@ func (s *Sim) deleteDisk(c *call) (any, error) {
 			return nil, conflict("Conflict: Disk %d is attached to virtual machine %d; pass detach=true", d.ID, vm.ID)
 		}
 	}
-	d.VMID = 0
+	if err := s.detach(d); err != nil {
+		return nil, err
+	}
 	if permanently {
+		if err := s.devices(func(h DiskDevices) error { return h.Deleted(d.ID) }); err != nil {
+			return nil, err
+		}
 		delete(s.st.Disks, d.ID)
 		return success(), nil
 	}

@@ -58,6 +58,10 @@ type Options struct {
 	// API ignores them silently, so this is off by default; turn it on to catch typos such as
 	// "permanent=true" in tests.
 	StrictQuery bool
+	// MaxVMDisks is how many disks (the boot disk included) one VM takes before attach and
+	// create-attached answer 400; zero means DefaultMaxVMDisks. The platform's figure is not
+	// documented.
+	MaxVMDisks int
 	// TokenTTL is the lifetime of tokens the simulator issues; default one hour.
 	TokenTTL time.Duration
 	// RandSeed makes random faults and link-delete failures repeatable; zero picks one.
@@ -87,6 +91,7 @@ type Sim struct {
 	faults *Faults
 
 	vgpuListHook VGPUListHook // SetVGPUListHook; guarded by mu
+	diskDevices  DiskDevices  // SetDiskDevices; guarded by mu
 }
 
 // RequestRecord is one served request, for tests that assert what a caller did.

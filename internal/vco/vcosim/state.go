@@ -140,6 +140,8 @@ type Disk struct {
 	VMID        int    `json:"vm_id"` // 0 when detached
 	Order       int    `json:"order"`
 	DeletedAt   *int64 `json:"deleted_at,omitempty"`
+	// Snapshots are the disk's own, oldest first; a permanent delete takes them along.
+	Snapshots []*DiskSnapshot `json:"snapshots,omitempty"`
 }
 
 // VGPU is a vGPU reservation. It is billed from reservation until it is released

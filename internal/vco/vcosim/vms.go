@@ -387,8 +387,11 @@ func (s *Sim) deleteVM(c *call) (any, error) {
 	}
 	if detachDisks {
 		for _, d := range s.vmDisks(vm) {
-			if d.ID != vm.BootDiskID {
-				d.VMID = 0
+			if d.ID == vm.BootDiskID {
+				continue
+			}
+			if err := s.detach(d); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -464,7 +467,9 @@ func (s *Sim) attachDisk(c *call) (any, error) {
 	if d.VMID != 0 {
 		return nil, conflict("Conflict: Disk %d is attached to virtual machine %d", id, d.VMID)
 	}
-	d.VMID, d.Order = vm.ID, len(s.vmDisks(vm))
+	if err := s.attach(d, vm); err != nil {
+		return nil, err
+	}
 	return success(), nil
 }
 
@@ -484,6 +489,8 @@ func (s *Sim) detachDisk(c *call) (any, error) {
 	if d.ID == vm.BootDiskID {
 		return nil, badRequest("Bad Request: the boot disk cannot be detached")
 	}
-	d.VMID = 0
+	if err := s.detach(d); err != nil {
+		return nil, err
+	}
 	return success(), nil
 }
