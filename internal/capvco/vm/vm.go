@@ -1,6 +1,7 @@
 // Package vm keeps a machine's VM: created once from the location's image with the bootstrap
 // cloud-init, found again by id (or by name after an unknown outcome), reported when it
-// disappears out of band rather than silently recreated, and deleted permanently.
+// disappears out of band rather than silently recreated, and deleted permanently, from the
+// recycle bin too.
 package vm
 
 import (
@@ -16,8 +17,8 @@ import (
 // API is what this package calls.
 type API interface {
 	EnsureVM(ctx context.Context, cloudspaceID string, req vco.CreateVMRequest) (vco.VM, bool, error)
-	FindVM(ctx context.Context, cloudspaceID, name string) (vco.VM, error)
 	GetVM(ctx context.Context, cloudspaceID string, id int) (vco.VM, error)
+	ListVMs(ctx context.Context, cloudspaceID string, includeDeleted bool) ([]vco.VM, error)
 	StopVM(ctx context.Context, cloudspaceID string, id int, force bool) error
 	DeleteVM(ctx context.Context, cloudspaceID string, id int, opts vco.DeleteVMOptions) error
 	FindImage(ctx context.Context, location, name string) (vco.Image, error)
@@ -59,32 +60,81 @@ func Ensure(ctx context.Context, api API, cloudspaceID string, req vco.CreateVMR
 // Running reports whether the VM runs.
 func Running(v vco.VM) bool { return strings.EqualFold(v.Status, "RUNNING") }
 
-// Delete stops and deletes the VM (knownID, else the one named name) permanently, with its
-// disks, detaching vGPUs so their reservations can be released. gone=true once it is gone.
+// Delete stops and deletes the VM knownID permanently, with its disks, detaching vGPUs so
+// their reservations can be released; without knownID, every VM named name (the machine's
+// deterministic name: duplicates are its own, from creates of unknown outcome). gone=true
+// once nothing is left.
+//
+// A VM in the recycle bin (a delete without permanently, by the platform's default, a person or
+// a tool) is still billed and cannot be stopped: the platform refuses to stop a deleted VM, so
+// it is deleted permanently without a stop. VMs are looked up in the list that includes the
+// recycle bin, which the swagger documents (include_deleted), rather than read one by one.
 func Delete(ctx context.Context, api API, cloudspaceID string, knownID int, name string) (bool, error) {
-	id := knownID
-	if id == 0 {
-		v, err := api.FindVM(ctx, cloudspaceID, name)
-		if errors.Is(err, vco.ErrNotFound) {
-			return true, nil
-		}
-		if err != nil {
+	targets, err := locate(ctx, api, cloudspaceID, knownID, name)
+	if err != nil {
+		return false, err
+	}
+	for _, v := range targets {
+		if err := deleteOne(ctx, api, cloudspaceID, v); err != nil {
 			return false, err
 		}
-		id = v.ID
 	}
-	if err := api.StopVM(ctx, cloudspaceID, id, true); err != nil {
-		if errors.Is(err, vco.ErrNotFound) {
-			return true, nil
-		}
-		return false, fmt.Errorf("stop VM %d: %w", id, err)
-	}
-	err := api.DeleteVM(ctx, cloudspaceID, id, vco.DeleteVMOptions{Permanently: true, DetachGPU: true})
-	if err == nil || errors.Is(err, vco.ErrNotFound) {
-		return true, nil
-	}
-	return false, fmt.Errorf("delete VM %d: %w", id, err)
+	return true, nil
 }
+
+func deleteOne(ctx context.Context, api API, cloudspaceID string, v vco.VM) error {
+	switch {
+	case strings.EqualFold(v.Status, "DESTROYED"):
+		return nil
+	case !inRecycleBin(v.Status):
+		err := api.StopVM(ctx, cloudspaceID, v.ID, true)
+		if errors.Is(err, vco.ErrNotFound) {
+			return nil
+		}
+		if err != nil && !errors.Is(err, vco.ErrBadRequest) {
+			return fmt.Errorf("stop VM %d: %w", v.ID, err)
+		}
+		if err != nil {
+			// Deleted meanwhile? Then it is in the recycle bin and a permanent delete needs no
+			// stop; otherwise the platform's refusal stands.
+			again, lerr := locate(ctx, api, cloudspaceID, v.ID, "")
+			switch {
+			case lerr != nil:
+				return fmt.Errorf("stop VM %d: %w", v.ID, err)
+			case len(again) == 0:
+				return nil
+			case !inRecycleBin(again[0].Status):
+				return fmt.Errorf("stop VM %d: %w", v.ID, err)
+			}
+		}
+	}
+	err := api.DeleteVM(ctx, cloudspaceID, v.ID, vco.DeleteVMOptions{Permanently: true, DetachGPU: true})
+	if err == nil || errors.Is(err, vco.ErrNotFound) {
+		return nil
+	}
+	return fmt.Errorf("delete VM %d: %w", v.ID, err)
+}
+
+// locate lists the cloudspace's VMs, recycle bin included, and returns the VM knownID (when
+// not 0) or every VM named name; none when the cloudspace is gone.
+func locate(ctx context.Context, api API, cloudspaceID string, knownID int, name string) ([]vco.VM, error) {
+	vms, err := api.ListVMs(ctx, cloudspaceID, true)
+	if errors.Is(err, vco.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list the VMs of cloudspace %s: %w", cloudspaceID, err)
+	}
+	var out []vco.VM
+	for _, v := range vms {
+		if (knownID != 0 && v.ID == knownID) || (knownID == 0 && v.Name == name) {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+func inRecycleBin(status string) bool { return strings.EqualFold(status, "DELETED") }
 
 func gone(status string) bool {
 	return strings.EqualFold(status, "DELETED") || strings.EqualFold(status, "DESTROYED")
