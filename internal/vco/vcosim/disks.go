@@ -131,7 +131,8 @@ func (s *Sim) diskFor(c *call, perm string) (*Disk, error) {
 	loc := c.path("location")
 	d := s.st.Disks[id]
 	if d == nil || d.Customer != cu.ID || d.Location != loc {
-		if c.principal.customerWide() {
+		// Whoever may read the location's disks may learn that one is not there.
+		if c.principal.customerWide() || c.principal.can(PermRead, resource{location: loc}) {
 			return nil, notFound("NotFound: Disk %d not found", id)
 		}
 		return nil, forbidden("Forbidden: access denied: %s permission on disk %d is not granted to this credential", perm, id)
