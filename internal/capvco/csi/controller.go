@@ -117,6 +117,7 @@ var controllerCaps = []csipb.ControllerServiceCapability_RPC_Type{
 	csipb.ControllerServiceCapability_RPC_GET_CAPACITY,
 	csipb.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT,
 	csipb.ControllerServiceCapability_RPC_LIST_SNAPSHOTS,
+	csipb.ControllerServiceCapability_RPC_GET_SNAPSHOT,
 	csipb.ControllerServiceCapability_RPC_CLONE_VOLUME,
 	csipb.ControllerServiceCapability_RPC_EXPAND_VOLUME,
 	csipb.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,

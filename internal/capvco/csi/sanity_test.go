@@ -101,18 +101,23 @@ func (c *cluster) controller(t *testing.T) *csi.Controller {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctrl := &csi.Controller{Config: c.cfg, Keys: keys, Platform: c.platform()}
+	if err := ctrl.CheckGrant(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return ctrl
+}
+
+// platform reads the credential files for every call, as the driver does.
+func (c *cluster) platform() func() (csi.Platform, error) {
 	f := vco.NewFactory(vco.Options{})
-	ctrl := &csi.Controller{Config: c.cfg, Keys: keys, Platform: func() (csi.Platform, error) {
+	return func() (csi.Platform, error) {
 		creds, err := c.cfg.Credentials()
 		if err != nil {
 			return nil, err
 		}
 		return f.Client(creds)
-	}}
-	if err := ctrl.CheckGrant(context.Background()); err != nil {
-		t.Fatal(err)
 	}
-	return ctrl
 }
 
 // node is the node service of one of the cluster's VMs, finding disks where the harness

@@ -211,3 +211,28 @@ func (c *Controller) snapshotsOf(ctx context.Context, api Platform, location str
 	}
 	return driverSnapshots(location, diskID, snaps), nil
 }
+
+// GetSnapshot implements csi.ControllerServer.
+func (c *Controller) GetSnapshot(ctx context.Context, req *csipb.GetSnapshotRequest) (*csipb.GetSnapshotResponse, error) {
+	if req.GetSnapshotId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "snapshot_id is required")
+	}
+	location, diskID, snap, err := ParseSnapshotID(req.GetSnapshotId())
+	if err != nil {
+		return nil, status.Errorf(codes.NotFound, "%v", err)
+	}
+	api, err := c.api()
+	if err != nil {
+		return nil, err
+	}
+	all, err := c.snapshotsOf(ctx, api, location, diskID)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range all {
+		if s.snap.ID == snap {
+			return &csipb.GetSnapshotResponse{Snapshot: s.csi()}, nil
+		}
+	}
+	return nil, status.Errorf(codes.NotFound, "snapshot %s not found", clipID(req.GetSnapshotId()))
+}

@@ -30,8 +30,14 @@ func (c Cryptsetup) Check() error {
 	if _, err := c.bin(); err != nil {
 		return err
 	}
-	if _, err := os.Stat("/dev/mapper/control"); err != nil {
-		return fmt.Errorf("the kernel has no device mapper (/dev/mapper/control: %w): encrypted volumes need dm-crypt on the node", err)
+	// /dev/mapper/control can exist on a kernel without the driver; the kernel's list of misc
+	// devices says whether it is there.
+	misc, err := os.ReadFile("/proc/misc")
+	if err != nil {
+		return fmt.Errorf("reading /proc/misc: %w", err)
+	}
+	if !bytes.Contains(misc, []byte(" device-mapper\n")) {
+		return errors.New("the kernel has no device mapper (no device-mapper in /proc/misc): encrypted volumes need dm-crypt (dm_mod, dm_crypt) on the node")
 	}
 	return nil
 }
