@@ -11,7 +11,9 @@
 # containerd per cluster, inside the cluster's network namespace.
 set -euo pipefail
 
-packages=(containerd runc containernetworking-plugins iptables iproute2 util-linux mkdocs mkdocs-material)
+# e2fsprogs, xfsprogs and cryptsetup: the CSI driver's node tests format ext4/xfs and LUKS2 on loop
+# devices (util-linux has losetup).
+packages=(containerd runc containernetworking-plugins iptables iproute2 util-linux mkdocs mkdocs-material e2fsprogs xfsprogs cryptsetup)
 
 missing=()
 for p in "${packages[@]}"; do
