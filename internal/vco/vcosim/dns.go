@@ -55,17 +55,37 @@ func (s *Sim) sameRecord(a, b *DNSRecord) bool {
 }
 
 // addDNS stores a record after the platform's slow write, re-checking for a duplicate that a
-// concurrent write may have added meanwhile.
+// concurrent write may have added meanwhile, and for the record's cloudspace: one deleted
+// during the write takes the write down with it, as on the platform, instead of leaving a
+// record that no cloudspace holds.
 func (s *Sim) addDNS(c *call, r *DNSRecord) (any, error) {
 	if slices.ContainsFunc(s.st.DNSRecords, func(o *DNSRecord) bool { return s.sameRecord(o, r) }) {
 		return nil, conflict("Conflict: DnsRecord %s %s already exists", r.Domain, r.Type)
 	}
-	c.slow(s.delays.DNSWrite)
+	c.dnsWrite(r.Domain)
+	if r.CloudspaceID != "" {
+		switch cs := s.st.Cloudspaces[r.CloudspaceID]; {
+		case cs == nil || cs.Status == statusDestroyed:
+			return nil, notFound("NotFound: Cloudspace %s not found", r.CloudspaceID)
+		case cs.Status == statusDeleted:
+			return nil, badRequest("Bad Request: Cloudspace %s is deleted", r.CloudspaceID)
+		}
+	}
 	if slices.ContainsFunc(s.st.DNSRecords, func(o *DNSRecord) bool { return s.sameRecord(o, r) }) {
 		return nil, conflict("Conflict: DnsRecord %s %s already exists", r.Domain, r.Type)
 	}
 	s.st.DNSRecords = append(s.st.DNSRecords, r)
 	return success(), nil
+}
+
+// dnsWrite is the platform's slow DNS write, with the lock released (Options.DNSWriting).
+func (c *call) dnsWrite(domain string) {
+	if hook := c.sim.opts.DNSWriting; hook != nil {
+		c.sim.mu.Unlock()
+		hook(domain)
+		c.sim.mu.Lock()
+	}
+	c.slow(c.sim.delays.DNSWrite)
 }
 
 func (s *Sim) listCloudspaceDNS(c *call) (any, error) {
@@ -127,7 +147,7 @@ func (s *Sim) deleteCloudspaceDNS(c *call) (any, error) {
 	if !slices.ContainsFunc(s.st.DNSRecords, match) {
 		return nil, notFound("DnsRecord matching query does not exist.")
 	}
-	c.slow(s.delays.DNSWrite)
+	c.dnsWrite(domain)
 	s.st.DNSRecords = slices.DeleteFunc(s.st.DNSRecords, match)
 	return success(), nil
 }
@@ -180,7 +200,7 @@ func (s *Sim) deleteCustomerDNS(c *call) (any, error) {
 	if !slices.ContainsFunc(s.st.DNSRecords, match) {
 		return nil, notFound("DnsRecord matching query does not exist.")
 	}
-	c.slow(s.delays.DNSWrite)
+	c.dnsWrite(domain)
 	s.st.DNSRecords = slices.DeleteFunc(s.st.DNSRecords, match)
 	return success(), nil
 }

@@ -71,6 +71,9 @@ type Options struct {
 	// Logf receives one line per request (method, route, status, principal), never a token,
 	// query string or body. Nil means silent.
 	Logf func(format string, args ...any)
+	// DNSWriting, when set, is called while a DNS write takes its time, with the simulator's
+	// lock released, so a test can change the platform under a write in flight.
+	DNSWriting func(domain string)
 }
 
 // Sim is the simulator: an http.Handler serving /api/1 (the customer API), /iam (token
