@@ -184,7 +184,7 @@ func parseTokenBody(b []byte) (string, error) {
 }
 
 // stripURL drops the request URL from a transport error: it may carry query arguments
-// (user_data with bootstrap tokens, image passwords) that must not reach logs.
+// (the API takes some secrets there, such as a VM's tpm_secret) that must not reach logs.
 func stripURL(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {

@@ -10,6 +10,7 @@
 // done and has no idempotency key, so creates come in Ensure* form: look the deterministic
 // name up first, create, and after an unknown outcome look it up again.
 //
-// Tokens, client secrets and query strings (which carry cloud-init user_data) never appear
-// in logs or error strings. docs/vco-client.md is the user guide.
+// Tokens, client secrets, request bodies (which carry cloud-init user data) and query strings
+// (the API takes some secrets there, such as a VM's tpm_secret) never appear in logs or error
+// strings. docs/vco-client.md is the user guide.
 package vco

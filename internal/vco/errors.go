@@ -36,7 +36,7 @@ var (
 type APIError struct {
 	Operation  string
 	Method     string
-	Path       string // the path template, never the query string (which may hold user_data)
+	Path       string // the path template, never the query string (which may hold a secret)
 	StatusCode int
 	Message    string
 	// Fields holds per-argument validation errors, when the API gives them.
