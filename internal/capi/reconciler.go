@@ -1,7 +1,7 @@
 // Package capi is the Cluster API contract plumbing both providers share. Every InfraCluster,
 // InfraMachine and InfraMachinePool reconcile runs the same fixed checklist, written once here:
 //
-//  1. fetch the object (gone: done);
+//  1. fetch the object (gone, or deleting without this controller's finalizer: done);
 //  2. look up its CAPI owner (Cluster, Machine or MachinePool) and the Cluster; while CAPI has not
 //     set the owner yet, wait for the watch to bring the object back;
 //  3. create the patch helper;
@@ -119,6 +119,10 @@ func (r *Reconciler[T, O]) Reconcile(ctx context.Context, req ctrl.Request) (_ c
 	obj := r.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !obj.GetDeletionTimestamp().IsZero() && !controllerutil.ContainsFinalizer(obj, r.Finalizer) {
+		// Its infrastructure is gone (or was never made): another finalizer keeps the object.
+		return ctrl.Result{}, nil
 	}
 	if r.Role == InfraCluster && annotations.IsExternallyManaged(obj) {
 		log.V(4).Info("Skipping an externally managed object")

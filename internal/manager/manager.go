@@ -6,11 +6,14 @@ import (
 	"context"
 	"fmt"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -46,11 +49,23 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 			&coordinationv1.Lease{}:  {Label: managed},
 		},
 	}
+	var identity string
+	if o.Runs(ProviderCAPTF) {
+		var err error
+		if identity, err = whoAmI(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
 	if o.Namespace != "" {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{o.Namespace: {}}
-		if o.DestroyNamespace != "" && o.Runs(ProviderCAPTF) {
-			// The copies that destroy for objects deleted with their namespace live there.
-			cacheOpts.DefaultNamespaces[o.DestroyNamespace] = cache.Config{}
+		if o.DestroyNamespacePrefix != "" && o.Runs(ProviderCAPTF) {
+			// The copies that destroy for objects deleted with the namespace live in its own
+			// destroy namespace, named from its UID.
+			dest, err := destroyNamespaceOf(ctx, cfg, o.Namespace, o.DestroyNamespacePrefix)
+			if err != nil {
+				return nil, err
+			}
+			cacheOpts.DefaultNamespaces[dest] = cache.Config{}
 		}
 	}
 	// Secrets are read live, never from an informer holding their data; the metadata of managed
@@ -90,8 +105,8 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 			MachinePoolConcurrency: o.Concurrency["terraformmachinepool"],
 			Engine: captfcontrollers.EngineOptions{
 				RunnerImage: o.RunnerImage, StateBackups: o.StateBackups, DriftInterval: o.DriftInterval,
-				MaxActiveJobs: o.MaxActiveJobs, ClusterMaxActiveJobs: o.ClusterMaxActiveJobs,
-				ClusterOperationGate: o.ClusterOperationGate, DestroyNamespace: o.DestroyNamespace,
+				MaxActiveJobs: o.MaxActiveJobs, NamespaceMaxActiveJobs: o.NamespaceMaxActiveJobs, ClusterMaxActiveJobs: o.ClusterMaxActiveJobs,
+				ClusterOperationGate: o.ClusterOperationGate, DestroyNamespacePrefix: o.DestroyNamespacePrefix, Identity: identity,
 			},
 		}); err != nil {
 			return nil, fmt.Errorf("set up CAPTF controllers: %w", err)
@@ -118,4 +133,32 @@ func RESTConfig(kubeconfig string) (*rest.Config, error) {
 		return clientcmd.BuildConfigFromFlags("", kubeconfig)
 	}
 	return ctrl.GetConfig()
+}
+
+// whoAmI is the user name the API server authenticates the manager as (a SelfSubjectReview,
+// which every authenticated user may make).
+func whoAmI(ctx context.Context, cfg *rest.Config) (string, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("ask the API server who the manager is (SelfSubjectReview): %w", err)
+	}
+	return review.Status.UserInfo.Username, nil
+}
+
+// destroyNamespaceOf is the destroy namespace of the one namespace a --namespace manager watches.
+func destroyNamespaceOf(ctx context.Context, cfg *rest.Config, namespace, prefix string) (string, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	ns, err := cs.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("--namespace=%s: the manager needs the namespace's UID to name its destroy namespace "+
+			"(or run with --destroy-namespace-prefix=\"\"): %w", namespace, err)
+	}
+	return captfcontrollers.DestroyNamespaceName(prefix, ns.UID), nil
 }

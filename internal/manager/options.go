@@ -44,13 +44,14 @@ type Options struct {
 	Concurrency map[string]int
 
 	// CAPTF engine settings.
-	RunnerImage          string
-	StateBackups         int
-	DriftInterval        time.Duration
-	MaxActiveJobs        int
-	ClusterMaxActiveJobs int
-	ClusterOperationGate bool
-	DestroyNamespace     string
+	RunnerImage            string
+	StateBackups           int
+	DriftInterval          time.Duration
+	MaxActiveJobs          int
+	NamespaceMaxActiveJobs int
+	ClusterMaxActiveJobs   int
+	ClusterOperationGate   bool
+	DestroyNamespacePrefix string
 
 	// CAPVCO client settings: where tenants' credential Secrets may send the manager.
 	VCOAllowHTTP    bool
@@ -61,8 +62,12 @@ type Options struct {
 	SkipControllerNameValidation bool
 }
 
-// DefaultDestroyNamespace is where objects deleted with their namespace are destroyed.
-const DefaultDestroyNamespace = "capx-captf-destroy"
+// DefaultDestroyNamespacePrefix starts the name of the namespace, one per namespace being
+// deleted, where the objects deleted with it are destroyed.
+const DefaultDestroyNamespacePrefix = "captf-destroy-"
+
+// maxDestroyNamespacePrefix leaves room for a namespace UID (36 characters) in a namespace name.
+const maxDestroyNamespacePrefix = 63 - 36
 
 // concurrencyKinds are the kinds with a --<kind>-concurrency flag.
 var concurrencyKinds = []string{
@@ -88,8 +93,9 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.Int("state-backups", 5, "Complete state backups kept per CAPTF object; 0 takes no new backups (existing ones stay restorable).")
 	fs.Duration("drift-interval", 30*time.Minute, "Default interval between CAPTF drift checks; 0 disables drift checks unless an object sets its own.")
 	fs.Bool("cluster-operation-gate", true, "Serialise a TerraformCluster's applies with its machines' and pools' Jobs through a per-cluster Lease.")
-	fs.String("destroy-namespace", DefaultDestroyNamespace, "Namespace where the manager destroys, as copies, the infrastructure of CAPTF objects deleted with their namespace (Kubernetes creates nothing in a namespace being deleted); created when first needed. Empty: no destroy elsewhere, such a deletion holds the namespace until the object is set to deletionPolicy Retain.")
+	fs.String("destroy-namespace-prefix", DefaultDestroyNamespacePrefix, "Prefix of the destroy namespaces: the infrastructure of CAPTF objects deleted with their namespace (Kubernetes creates nothing in a namespace being deleted) is destroyed, by copies, in a namespace of that namespace's own, <prefix><namespace UID>, created when first needed and deleted once empty. Empty: no destroy elsewhere, such a deletion holds the namespace until the object is set to deletionPolicy Retain.")
 	fs.Int("max-active-jobs", 200, "Cap on CAPTF Jobs running at once across the manager; 0 means no cap.")
+	fs.Int("namespace-max-active-jobs", 50, "Cap on CAPTF Jobs running at once per namespace, so one tenant cannot take every slot; a TerraformCluster's spec.maxActiveJobs never goes above it. 0 means no cap.")
 	fs.Int("cluster-max-active-jobs", 20, "Cap on CAPTF Jobs running at once per Cluster, unless its TerraformCluster sets spec.maxActiveJobs; 0 means no cap.")
 	for _, k := range concurrencyKinds {
 		fs.Int(k+"-concurrency", 10, fmt.Sprintf("Concurrent reconciles of %s objects (caps reconciles, not Jobs).", k))
@@ -121,9 +127,10 @@ func Load(v *viper.Viper) (*Options, error) {
 		StateBackups:             v.GetInt("state-backups"),
 		DriftInterval:            v.GetDuration("drift-interval"),
 		MaxActiveJobs:            v.GetInt("max-active-jobs"),
+		NamespaceMaxActiveJobs:   v.GetInt("namespace-max-active-jobs"),
 		ClusterMaxActiveJobs:     v.GetInt("cluster-max-active-jobs"),
 		ClusterOperationGate:     v.GetBool("cluster-operation-gate"),
-		DestroyNamespace:         v.GetString("destroy-namespace"),
+		DestroyNamespacePrefix:   v.GetString("destroy-namespace-prefix"),
 	}
 	for _, k := range concurrencyKinds {
 		o.Concurrency[k] = v.GetInt(k + "-concurrency")
@@ -169,14 +176,18 @@ func (o *Options) validate() error {
 	if o.Runs(ProviderCAPTF) && o.RunnerImage == "" {
 		errs = append(errs, errors.New("--runner-image (or CAPX_RUNNER_IMAGE) is required with the captf provider: every CAPTF Job copies its runner from the manager's image"))
 	}
-	for name, n := range map[string]int{"--state-backups": o.StateBackups, "--max-active-jobs": o.MaxActiveJobs, "--cluster-max-active-jobs": o.ClusterMaxActiveJobs} {
+	for name, n := range map[string]int{"--state-backups": o.StateBackups, "--max-active-jobs": o.MaxActiveJobs,
+		"--namespace-max-active-jobs": o.NamespaceMaxActiveJobs, "--cluster-max-active-jobs": o.ClusterMaxActiveJobs} {
 		if n < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative", name))
 		}
 	}
-	if o.DestroyNamespace != "" {
-		if msgs := validation.IsDNS1123Label(o.DestroyNamespace); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("--destroy-namespace=%q is not a namespace name: %s", o.DestroyNamespace, strings.Join(msgs, "; ")))
+	if p := o.DestroyNamespacePrefix; p != "" {
+		// A UID is lower-case hex and dashes: the prefix and a UID make a namespace name when
+		// the prefix with one hex digit after it is one.
+		if msgs := validation.IsDNS1123Label(p + "0"); len(msgs) > 0 || len(p) > maxDestroyNamespacePrefix {
+			errs = append(errs, fmt.Errorf("--destroy-namespace-prefix=%q: with a namespace UID after it, it must make a namespace name "+
+				"(lower-case letters, digits and '-', starting with a letter or digit, at most %d characters)", p, maxDestroyNamespacePrefix))
 		}
 	}
 	if o.DriftInterval < 0 {

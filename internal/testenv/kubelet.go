@@ -13,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -27,6 +30,10 @@ import (
 // contract mapped into a folder of its own. When the process ends it writes the Pod's status
 // (exit code, termination message from the result file), so the real Job controller completes
 // or fails the Job. A Pod deleted while its process runs gets SIGTERM, as from a kubelet.
+//
+// The process reaches the API server as the Pod's ServiceAccount, as in a cluster: a kubeconfig
+// with a token the TokenRequest API issued for that account stands for the projected token, so
+// RBAC decides what a module (and the runner) may do exactly as it would on a real cluster.
 type Kubelet struct {
 	env *Env
 	// Runner is the manager binary, named "runner" so it runs as the CAPTF runner.
@@ -237,8 +244,12 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, dir, key string, 
 			return 0, "", err
 		}
 	}
+	kubeconfig, err := k.serviceAccountKubeconfig(ctx, pod)
+	if err != nil {
+		return 0, "", err
+	}
 	result := filepath.Join(dir, "result")
-	args := rewriteArgs(c.Args, k.env.KubeconfigPath)
+	args := rewriteArgs(c.Args, kubeconfig)
 	args = append(args, "--bin="+k.Tofu, "--module="+filepath.Join(dir, "module"),
 		"--workdir="+filepath.Join(dir, "work"), "--result-file="+result)
 	for _, m := range []string{"config", "credentials"} {
@@ -246,7 +257,7 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, dir, key string, 
 			args = append(args, "--"+m+"="+p)
 		}
 	}
-	env, err := k.environ(ctx, pod, c, dir)
+	env, err := k.environ(ctx, pod, c, dir, kubeconfig)
 	if err != nil {
 		return 0, "", err
 	}
@@ -339,6 +350,50 @@ func (k *Kubelet) writeSecret(ctx context.Context, ns, name string, items []core
 	return nil
 }
 
+// serviceAccountKubeconfig writes a kubeconfig that authenticates as the Pod's ServiceAccount
+// with a token from the TokenRequest API, and returns its path. The path is the account's, not
+// the Pod's: a saved plan records the backend's configuration, so the approved apply's Pod reads
+// the kubeconfig the plan's Pod was given (in a cluster both use the in-cluster config). Each Pod
+// writes a fresh token there (atomically: Pods of one account may start together); tokens are
+// bound to no Pod, so one Pod's end does not invalidate another's.
+func (k *Kubelet) serviceAccountKubeconfig(ctx context.Context, pod *corev1.Pod) (string, error) {
+	account := pod.Spec.ServiceAccountName
+	if account == "" {
+		account = "default"
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: account}}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
+	if err := k.env.Client.SubResource("token").Create(ctx, sa, req); err != nil {
+		return "", fmt.Errorf("a token for ServiceAccount %s/%s: %w", pod.Namespace, account, err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: k.env.Config.Host, CertificateAuthorityData: k.env.Config.CAData}
+	cfg.AuthInfos[account] = &clientcmdapi.AuthInfo{Token: req.Status.Token}
+	cfg.Contexts["pod"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: account, Namespace: pod.Namespace}
+	cfg.CurrentContext = "pod"
+	dir := filepath.Join(k.dir, "serviceaccounts", pod.Namespace, account)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(dir, "kubeconfig-*")
+	if err != nil {
+		return "", err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	return path, os.Rename(tmp.Name(), path)
+}
+
 // rewriteArgs points the backend at the test API server instead of the in-cluster config.
 func rewriteArgs(args []string, kubeconfig string) []string {
 	out := make([]string, 0, len(args))
@@ -353,9 +408,9 @@ func rewriteArgs(args []string, kubeconfig string) []string {
 
 // environ is the container's environment: its env values and envFrom Secrets, with HOME and
 // TMPDIR in the Pod's folder and PATH kept for the runtime.
-func (k *Kubelet) environ(ctx context.Context, pod *corev1.Pod, c *corev1.Container, dir string) ([]string, error) {
+func (k *Kubelet) environ(ctx context.Context, pod *corev1.Pod, c *corev1.Container, dir, kubeconfig string) ([]string, error) {
 	// KUBECONFIG stands for the Pod's ServiceAccount: the runner posts its progress Events with it.
-	env := []string{"PATH=" + os.Getenv("PATH"), "KUBECONFIG=" + k.env.KubeconfigPath}
+	env := []string{"PATH=" + os.Getenv("PATH"), "KUBECONFIG=" + kubeconfig}
 	for _, from := range c.EnvFrom {
 		if from.SecretRef == nil {
 			continue

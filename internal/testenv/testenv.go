@@ -150,6 +150,15 @@ func Start(opts Options) (*Env, error) {
 		_ = e.Stop()
 		return nil, fmt.Errorf("install admission policies: %w", err)
 	}
+	// The ClusterRoles the manager binds in namespaces: the runner's, every CAPTF Job runs with
+	// (the kubelet stand-in runs Pods as their ServiceAccounts, so the runner has exactly the
+	// rights it has on a cluster), and the manager's own there.
+	for _, role := range []string{"runner_role.yaml", "namespace_role.yaml"} {
+		if err := e.Apply(context.Background(), filepath.Join(root, "config", "rbac", role)); err != nil {
+			_ = e.Stop()
+			return nil, fmt.Errorf("install ClusterRole %s: %w", role, err)
+		}
+	}
 	if opts.ControllerManager {
 		if err := e.startControllerManager(assets); err != nil {
 			_ = e.Stop()

@@ -62,6 +62,10 @@ const (
 	// DestructivePlanBlockedReason: the plan deletes or replaces resources and waits for an
 	// approved TerraformPlan.
 	DestructivePlanBlockedReason = "DestructivePlanBlocked"
+	// ApprovalsNotEnforcedReason: a TerraformPlan is approved, but the manager honours no
+	// approval while the admission policies approvals rest on (captf-plan-approval,
+	// captf-plan-manager-fields) are missing or changed; the message says which.
+	ApprovalsNotEnforcedReason = "ApprovalsNotEnforced"
 	// NoApplyYetReason: no apply has run yet.
 	NoApplyYetReason = "NoApplyYet"
 	// StateLostReason: an apply succeeded before but its state is gone; nothing runs until a

@@ -30,9 +30,14 @@ const (
 	// (config/admission/captf-state-protection.yaml), so a destroy after the namespace's deletion
 	// still has it. The manager removes the label once no CAPTF object in the namespace names it.
 	KeptForDestroyLabel = "captf.io/kept-for-destroy"
-	// DestroyForUIDLabel on a copy of a CAPTF object in the destroy namespace is the UID of the
+	// DestroyForUIDLabel on a copy of a CAPTF object in a destroy namespace is the UID of the
 	// object whose infrastructure the copy destroys (its own namespace is being deleted).
 	DestroyForUIDLabel = "captf.io/destroy-for-uid"
+	// DestroyForNamespaceUIDLabel marks a destroy namespace: the UID of the one namespace whose
+	// objects' copies it holds (each namespace being deleted gets its own, so one tenant's module
+	// never runs beside another tenant's copies). The manager refuses a namespace of that name
+	// without the label, the source annotation and its own identity annotation.
+	DestroyForNamespaceUIDLabel = "captf.io/destroy-for-namespace-uid"
 	// LeaseLabel marks a run or cluster lease.
 	LeaseLabel = "captf.io/lease"
 	// PlanPhaseLabel mirrors a TerraformPlan's phase (it survives clusterctl move, status does not).
@@ -57,11 +62,15 @@ const (
 	// the object it destroys for ("TerraformCluster team-a/prod"); the object is reconciled when
 	// its copy changes.
 	DestroyForAnnotation = "captf.io/destroy-for"
-	// DestroyedElsewhereAnnotation on a CAPTF object whose namespace is being deleted is the
-	// destroy namespace, name and UID of the copy it handed its destroy to
-	// ("capx-captf-destroy/prod-1a2b3c4d 5f0e..."): once that copy is gone and left no state, the
-	// infrastructure is destroyed and the object lets its finalizer go.
-	DestroyedElsewhereAnnotation = "captf.io/destroyed-elsewhere"
+	// DestroyNamespaceForAnnotation on a destroy namespace names the namespace whose objects'
+	// copies it holds.
+	DestroyNamespaceForAnnotation = "captf.io/destroy-namespace-for"
+	// CreatedByAnnotation on a destroy namespace is the user name of the manager that created it.
+	CreatedByAnnotation = "captf.io/created-by"
+	// HandoverFinalizer keeps a copy in a destroy namespace after its own destroy finished, until
+	// the object it destroys for has seen it (the copy, not anything the tenant can write, is the
+	// proof that the destroy happened); the manager removes it.
+	HandoverFinalizer = "captf.io/destroy-handover"
 	// EndpointSourceAnnotation records whether the endpoint came from the user or the module.
 	EndpointSourceAnnotation = "captf.io/endpoint-source"
 	// BookkeptAnnotation marks a finished Job whose result was recorded.

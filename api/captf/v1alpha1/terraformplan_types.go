@@ -7,6 +7,7 @@ import (
 // TerraformPlanSpec is a plan the manager recorded and the decision an operator takes on it.
 // Everything but approved and approvedBy is written once by the manager.
 // +kubebuilder:validation:XValidation:rule="self.targetRef == oldSelf.targetRef && self.planHash == oldSelf.planHash && self.inputsHash == oldSelf.inputsHash && self.reason == oldSelf.reason",message="only approved and approvedBy can change: the plan itself is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.summary) == has(oldSelf.summary) && (!has(self.summary) || self.summary == oldSelf.summary) && has(self.viewDigest) == has(oldSelf.viewDigest) && (!has(self.viewDigest) || self.viewDigest == oldSelf.viewDigest)",message="only approved and approvedBy can change: the summary and the view digest an approver reviews are the manager's, written once"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.approved) || !oldSelf.approved || (has(self.approved) && self.approved && self.approvedBy == oldSelf.approvedBy)",message="an approval cannot be withdrawn or re-attributed; let the plan be superseded instead"
 // +kubebuilder:validation:XValidation:rule="has(self.approved) && self.approved ? (has(self.approvedBy) && size(self.approvedBy) > 0) : !has(self.approvedBy)",message="approvedBy is required when approved is true, and only then"
 type TerraformPlanSpec struct {
@@ -31,6 +32,13 @@ type TerraformPlanSpec struct {
 	// summary of the planned changes: counts and addresses, never values.
 	// +optional
 	Summary PlanSummary `json:"summary,omitempty,omitzero"`
+
+	// viewDigest is the hex SHA-256 of the plan's readable changes (its TerraformPlanViews),
+	// bound into planHash: approving the hash approves exactly the changes that view shows.
+	// +optional
+	// +kubebuilder:validation:MinLength=64
+	// +kubebuilder:validation:MaxLength=64
+	ViewDigest string `json:"viewDigest,omitempty"`
 
 	// approved is set to true by an operator to let the apply run. It cannot be set back.
 	// +optional

@@ -389,33 +389,49 @@ func (r *provider[T]) countSlots(ctx context.Context, p *pass[T]) error {
 	return nil
 }
 
-// slots reports whether the manager-wide or the cluster's cap on active Jobs is reached (Full),
-// or 80% of one (Busy: background work waits).
+// slots reports whether the manager-wide, the namespace's or the cluster's cap on active Jobs is
+// reached (Full, with the cap named in Reached), or 80% of one (Busy: background work waits). A
+// cluster's own cap (spec.maxActiveJobs) never goes above its namespace's.
 func (r *provider[T]) slots(ctx context.Context, p *pass[T]) (decide.Slots, error) {
 	var s decide.Slots
-	check := func(active, limit int) {
-		s.Full = s.Full || active >= limit
+	check := func(active, limit int, name string) {
+		if active >= limit && !s.Full {
+			s.Full, s.Reached = true, name
+		}
 		s.Busy = s.Busy || active*5 >= limit*4
 	}
-	if r.opts.MaxActiveJobs > 0 {
-		n, err := r.countActive(ctx, client.MatchingLabels{captfv1.ManagedLabel: "true"})
+	managed := client.MatchingLabels{captfv1.ManagedLabel: "true"}
+	if n := r.opts.MaxActiveJobs; n > 0 {
+		active, err := r.countActive(ctx, managed)
 		if err != nil {
 			return decide.Slots{Uncounted: true}, err
 		}
-		check(n, r.opts.MaxActiveJobs)
+		check(active, n, fmt.Sprintf("the manager-wide cap of %d active Jobs (--max-active-jobs)", n))
 	}
-	limit := r.opts.ClusterMaxActiveJobs
+	ns, nsCap := p.owner.Namespace, r.opts.NamespaceMaxActiveJobs
+	if nsCap > 0 {
+		active, err := r.countActive(ctx, managed, client.InNamespace(ns))
+		if err != nil {
+			return decide.Slots{Uncounted: true}, err
+		}
+		check(active, nsCap, fmt.Sprintf("namespace %s's cap of %d active Jobs (--namespace-max-active-jobs)", ns, nsCap))
+	}
+	limit, source := r.opts.ClusterMaxActiveJobs, "--cluster-max-active-jobs"
 	if tc := p.tfCluster; tc != nil && tc.Spec.MaxActiveJobs != nil {
-		limit = int(*tc.Spec.MaxActiveJobs)
+		limit, source = int(*tc.Spec.MaxActiveJobs), "spec.maxActiveJobs of TerraformCluster "+tc.Name
 	} else if own := r.kind.maxActiveJobs(p.scope.Object); own != nil {
-		limit = int(*own)
+		limit, source = int(*own), "its spec.maxActiveJobs"
+	}
+	if nsCap > 0 && limit > nsCap {
+		source += fmt.Sprintf(", %d, is above the namespace's cap and counts as %d", limit, nsCap)
+		limit = nsCap
 	}
 	if limit > 0 && p.owner.ClusterName != "" {
-		n, err := r.countActive(ctx, client.MatchingLabels{captfv1.ManagedLabel: "true", clusterLabel: p.owner.ClusterName}, client.InNamespace(p.owner.Namespace))
+		active, err := r.countActive(ctx, managed, client.MatchingLabels{clusterLabel: p.owner.ClusterName}, client.InNamespace(ns))
 		if err != nil {
 			return decide.Slots{Uncounted: true}, err
 		}
-		check(n, limit)
+		check(active, limit, fmt.Sprintf("cluster %s's cap of %d active Jobs (%s)", p.owner.ClusterName, limit, source))
 	}
 	return s, nil
 }
@@ -442,18 +458,17 @@ func (r *provider[T]) findDependents(ctx context.Context, p *pass[T]) error {
 	return err
 }
 
-// cleanup removes what the object owned once nothing is left to destroy: the state Secrets and
-// lock, the backups, the durable inputs, the plan key and the leases. The manager deletes them
-// itself: the garbage collector and the namespace controller may not
-// (config/admission/captf-state-protection.yaml).
+// cleanup removes what the object owned once nothing is left to destroy: the backups, the
+// durable inputs, the plan key, the leases, a copy that destroyed elsewhere, and last the state
+// Secrets and lock. The manager deletes them itself: the garbage collector and the namespace
+// controller may not (config/admission/captf-state-protection.yaml). The state goes last: a pass
+// that stops half-way leaves a state that still says nothing is left (or that the copy
+// destroyed it), and the next pass finishes the cleanup; without it, the object would look
+// applied with its state lost.
 func (r *provider[T]) cleanup(ctx context.Context, p *pass[T]) error {
-	if err := state.Delete(ctx, r.client, r.reader, p.owner.Namespace, p.owner.StateSuffix()); err != nil {
-		return err
-	}
 	if err := state.DeleteBackups(ctx, r.client, r.reader, p.owner.Namespace, p.owner.StateSuffix()); err != nil {
 		return err
 	}
-	r.states.forget(p.owner.Namespace, p.owner.StateSuffix())
 	for _, name := range []string{inputs.SecretName(p.owner), planKeyName(p.owner)} {
 		s := &corev1.Secret{}
 		s.Namespace, s.Name = p.owner.Namespace, name
@@ -464,7 +479,14 @@ func (r *provider[T]) cleanup(ctx context.Context, p *pass[T]) error {
 	if err := r.releaseKept(ctx, p); err != nil {
 		return err
 	}
-	return r.releaseLeases(ctx, p, "")
+	if err := r.releaseLeases(ctx, p, ""); err != nil {
+		return err
+	}
+	if err := r.releaseCopy(ctx, p); err != nil {
+		return err
+	}
+	r.states.forget(p.owner.Namespace, p.owner.StateSuffix())
+	return state.Delete(ctx, r.client, r.reader, p.owner.Namespace, p.owner.StateSuffix())
 }
 
 // retain keeps the infrastructure: the state, backups and durable inputs lose their owner

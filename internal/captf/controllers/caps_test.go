@@ -80,3 +80,31 @@ func TestJobCaps(t *testing.T) {
 			env.Client.Get(ctx, client.ObjectKeyFromObject(m3), m3) != nil || m3.ResourceVersion != version
 	})
 }
+
+// TestNamespaceJobCap (issue 19): one tenant cannot take every Job slot. With
+// --namespace-max-active-jobs=1 two objects of one namespace never run Jobs at once, even though
+// their cluster allows ten (spec.maxActiveJobs above the namespace's cap counts as the cap), and
+// the one that waits says which cap it waits for.
+func TestNamespaceJobCap(t *testing.T) {
+	g := NewWithT(t)
+	ns, _ := scenario(t, "--namespace-max-active-jobs=1", "--max-active-jobs=0", "--cluster-max-active-jobs=0")
+	ten := int32(10)
+	tc := newTerraformCluster(t, ns, "c", func(o *captfv1.TerraformCluster) { o.Spec.MaxActiveJobs = &ten })
+	waitFor(t, tc, 2*time.Minute, "provisioned", func(o *captfv1.TerraformCluster) bool { return provisioned(o.Status.Initialization) })
+	most := watchConcurrency(t, ns)
+
+	slow := func(o *captfv1.TerraformMachine) { o.Spec.Variables = vars(map[string]any{"slow": 4}) }
+	m1 := newTerraformMachine(t, ns, "c", "m1", slow)
+	waitFor(t, m1, time.Minute, "an apply running", func(o *captfv1.TerraformMachine) bool { return o.Status.ActiveJob != nil })
+	m2 := newTerraformMachine(t, ns, "c", "m2", slow)
+	waitFor(t, m2, time.Minute, "waiting for the namespace's Job slot", func(o *captfv1.TerraformMachine) bool {
+		return hasCondition(o, captfv1.ApplyJobSucceededCondition, metav1.ConditionUnknown, captfv1.WaitingForJobSlotReason)
+	})
+	g.Expect(describe(m2)).To(Or(
+		ContainSubstring("namespace "+ns+"'s cap of 1 active Jobs (--namespace-max-active-jobs)"),
+		ContainSubstring("spec.maxActiveJobs of TerraformCluster c, 10, is above the namespace's cap and counts as 1")))
+	for _, m := range []*captfv1.TerraformMachine{m1, m2} {
+		waitFor(t, m, 2*time.Minute, "provisioned", func(o *captfv1.TerraformMachine) bool { return provisioned(o.Status.Initialization) })
+	}
+	g.Expect(most()).To(Equal(1), "at most one Job of the namespace ran at a time")
+}

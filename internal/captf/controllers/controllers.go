@@ -50,6 +50,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	e.leases = leases.New(e.client, e.reader, e.clock)
 	e.states = newStateCache()
 	e.refusals = newRefusals()
+	var err error
+	if e.approvals, err = newApprovalGuard(mgr.GetClient()); err != nil {
+		return err
+	}
+	if err := mgr.Add(checkApprovalsAtStart(e.approvals)); err != nil {
+		return err
+	}
 	// A finished Job, a decided plan and a new state serial (written by the Job's runtime, or
 	// adopted) each bring the object back. The manager caches only the metadata of the Secrets
 	// it labels, never their data: any module can write Secrets with the managed label, as many
@@ -60,7 +67,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			// A copy destroying elsewhere (nsdelete.go) brings back the object it destroys for.
 			return b.Owns(&batchv1.Job{}).Owns(&captfv1.TerraformPlan{}).
 				WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(stateOwner(kind))).
-				Watches(obj, handler.EnqueueRequestsFromMapFunc(toOriginal(kind)))
+				Watches(obj, handler.EnqueueRequestsFromMapFunc(toOriginal(kind, opts.Engine.DestroyNamespacePrefix)))
 		}
 	}
 	// Machines and pools wait for their TerraformCluster: its provisioning (and new exports)
@@ -90,6 +97,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return owned(contract.KindCluster, &captfv1.TerraformCluster{})(b).
 			Watches(&captfv1.TerraformMachine{}, toCluster, builder.WithPredicates(leaving)).
 			Watches(&captfv1.TerraformMachinePool{}, toCluster, builder.WithPredicates(leaving))
+	}
+	if err := (&namespaces{reader: e.reader, client: e.client, prefix: opts.Engine.DestroyNamespacePrefix, source: opts.Namespace}).setup(mgr); err != nil {
+		return err
 	}
 	if err := (&capi.Reconciler[*captfv1.TerraformCluster, *pass[*captfv1.TerraformCluster]]{
 		Client: e.client, Role: capi.InfraCluster, Finalizer: clusterKind{}.finalizer(),

@@ -68,6 +68,7 @@ func (r *provider[T]) input(p *pass[T]) decide.Input {
 		Slots:                  p.slots,
 		CredentialsMissing:     p.inputsWait == captfv1.CredentialsNotFoundReason,
 		Plan:                   p.plan,
+		ApprovalsUnenforced:    p.approvalsUnenforced,
 	}
 	if p.rendered != nil {
 		in.InputsHash = p.rendered.Hash
@@ -93,7 +94,18 @@ func (r *provider[T]) findPlan(ctx context.Context, p *pass[T]) error {
 	}
 	plan, err := r.currentPlan(ctx, p, p.rendered.Hash)
 	p.plan = plan
-	return err
+	if err != nil || plan == nil || !plan.Approved || plan.Name == "" {
+		return err // an empty plan's implicit approval is nobody's: no policy guards it
+	}
+	if p.approvalsUnenforced, err = r.approvals.unenforced(ctx); err != nil {
+		return err
+	}
+	if p.approvalsUnenforced != "" {
+		r.recorder.Eventf(p.scope.Object, corev1.EventTypeWarning, "ApprovalNotHonoured",
+			"TerraformPlan %s is approved, but approvals are not honoured while the API server does not enforce the policies they rest on: %s",
+			plan.Name, p.approvalsUnenforced)
+	}
+	return nil
 }
 
 // copyHold keeps the object's copy of a state-not-persisted hold in step with its Jobs (the

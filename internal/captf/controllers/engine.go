@@ -23,14 +23,15 @@ import (
 // engine is what every CAPTF kind's reconcile shares: clients, settings and the phases. The
 // per-kind differences live behind kind (cluster.go, machine.go, machinepool.go).
 type engine struct {
-	client   client.Client
-	reader   client.Reader // live reads: user Secrets, ConfigMaps, Pods, Leases
-	recorder record.EventRecorder
-	clock    clock.PassiveClock
-	leases   *leases.Leases
-	states   *stateCache
-	refusals *refusals
-	opts     EngineOptions
+	client    client.Client
+	reader    client.Reader // live reads: user Secrets, ConfigMaps, Pods, Leases
+	recorder  record.EventRecorder
+	clock     clock.PassiveClock
+	leases    *leases.Leases
+	states    *stateCache
+	refusals  *refusals
+	approvals *approvalGuard
+	opts      EngineOptions
 }
 
 // EngineOptions are the manager's CAPTF settings.
@@ -43,13 +44,20 @@ type EngineOptions struct {
 	DriftInterval time.Duration
 	// MaxActiveJobs caps CAPTF Jobs running at once across the manager (0: no cap).
 	MaxActiveJobs int
+	// NamespaceMaxActiveJobs caps them per namespace (0: no cap): one tenant cannot take every
+	// slot, and no TerraformCluster's spec.maxActiveJobs goes above it.
+	NamespaceMaxActiveJobs int
 	// ClusterMaxActiveJobs caps them per Cluster unless a TerraformCluster sets its own.
 	ClusterMaxActiveJobs int
 	// ClusterOperationGate serialises a cluster's applies with its machines' and pools' Jobs.
 	ClusterOperationGate bool
-	// DestroyNamespace is where objects deleted with their namespace are destroyed, as copies
-	// ("": nowhere; their deletion holds). See nsdelete.go.
-	DestroyNamespace string
+	// DestroyNamespacePrefix starts the name of each namespace's destroy namespace, where the
+	// objects deleted with that namespace are destroyed, as copies ("": nowhere; their deletion
+	// holds). See nsdelete.go.
+	DestroyNamespacePrefix string
+	// Identity is the manager's user name as the API server authenticates it, recorded on the
+	// destroy namespaces it makes.
+	Identity string
 }
 
 // kind is what differs between TerraformCluster, TerraformMachine and TerraformMachinePool.
@@ -125,6 +133,8 @@ type pass[T capi.Object] struct {
 	plan        *decide.Plan
 	pendingPlan *captfv1.TerraformPlan
 	planNames   map[string]bool
+	// approvalsUnenforced: why the plan's approval is not honoured now ("": it is)
+	approvalsUnenforced string
 	// countSlots
 	slots    decide.Slots
 	slotsErr error
@@ -144,11 +154,12 @@ type pass[T capi.Object] struct {
 	blockMove *bool
 	// dependents (clusters, while deleting)
 	dependents []string
-	// observeNamespace (deleting): the namespace is being deleted, the copy that destroys
-	// elsewhere (nil: none yet), and what the Deleting condition says of either
-	terminating *decide.Terminating
-	destroyCopy client.Object
-	nsMessage   string
+	// observeNamespace (deleting): the namespace is being deleted, its destroy namespace, the
+	// copy that destroys elsewhere (nil: none yet), and what the Deleting condition says of them
+	terminating      *decide.Terminating
+	destroyNamespace string
+	destroyCopy      client.Object
+	nsMessage        string
 
 	// act (deleting): the finalizer may go
 	done bool

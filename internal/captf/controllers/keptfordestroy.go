@@ -14,8 +14,6 @@ import (
 	"github.com/capx-io/capx/internal/captf/jobs"
 )
 
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=create;patch
-
 // A destroy needs what its Jobs read besides the state and the inputs: the credentials, the
 // image pull Secrets, the Secrets and ConfigMaps the Jobs policy's env reads. Deleting a
 // namespace deletes them at once, with everything else, so a destroy after the namespace's

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 
+	tfjson "github.com/hashicorp/terraform-json"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,7 +19,6 @@ import (
 	"github.com/capx-io/capx/internal/captf/decide"
 	"github.com/capx-io/capx/internal/captf/jobs"
 	"github.com/capx-io/capx/internal/captf/planhash"
-	"github.com/capx-io/capx/internal/captf/planview"
 	"github.com/capx-io/capx/internal/captf/runresult"
 	"github.com/capx-io/capx/internal/captf/savedplan"
 )
@@ -115,7 +115,15 @@ func (r *provider[T]) recordPlan(ctx context.Context, p *pass[T], job *batchv1.J
 	// The manager hashes the plan itself, from the saved plan the Job stored, with a key no Job
 	// is given; the summary comes from the same document.
 	name := savedplan.PlanName(p.owner.Name, job.Name)
-	sp, err := r.readSavedPlan(ctx, p, name, job.Annotations[captfv1.InputsHashAnnotation])
+	var view *publishedView
+	sp, err := r.readSavedPlan(ctx, p, name, job.Annotations[captfv1.InputsHashAnnotation], func(plan *tfjson.Plan) (string, error) {
+		var err error
+		view, err = r.planView(ctx, p, name, plan)
+		if err != nil {
+			return "", err
+		}
+		return view.digest, nil
+	})
 	if errors.Is(err, errNoSavedPlan) {
 		r.recorder.Eventf(p.scope.Object, corev1.EventTypeWarning, "PlanNotRecorded",
 			"Job %s reported a plan but stored no usable saved plan for TerraformPlan %s (%v): there is nothing to approve", job.Name, name, err)
@@ -133,11 +141,7 @@ func (r *provider[T]) recordPlan(ctx context.Context, p *pass[T], job *batchv1.J
 	tp.Labels[captfv1.PlanPhaseLabel] = string(captfv1.PlanPending)
 	tp.Labels[captfv1.DestructiveLabel] = strconv.FormatBool(planhash.Destructive(sp.plan))
 	tp.OwnerReferences = []metav1.OwnerReference{p.owner.ControllerRef()}
-	if digest, err := r.viewDigest(ctx, tp.Namespace, tp.Name); err != nil {
-		return err
-	} else if digest != "" {
-		tp.Annotations = map[string]string{planview.DigestAnnotation: digest}
-	}
+	tp.Spec.ViewDigest = view.digest
 	if err := r.client.Create(ctx, tp); apierrors.IsAlreadyExists(err) {
 		// Recorded before (a pass that failed midway): the plan may have moved on since.
 		if err := r.client.Get(ctx, client.ObjectKeyFromObject(tp), tp); err != nil {
@@ -152,8 +156,14 @@ func (r *provider[T]) recordPlan(ctx context.Context, p *pass[T], job *batchv1.J
 	if err := r.setPlanStatus(ctx, tp, captfv1.PlanPending, "Waiting for approval", job.Name); err != nil {
 		return err
 	}
-	if err := r.adoptPlanView(ctx, tp); err != nil {
-		return err
+	if tp.Spec.ViewDigest == view.digest {
+		if err := r.publishView(ctx, tp, view); err != nil {
+			return err
+		}
+		if view.withheld != "" {
+			r.recorder.Eventf(p.scope.Object, corev1.EventTypeWarning, "PlanViewWithheld",
+				"TerraformPlan %s shows its changes without values: %s", tp.Name, view.withheld)
+		}
 	}
 	if err := r.adoptSecrets(ctx, tp, sp.secrets); err != nil {
 		return err

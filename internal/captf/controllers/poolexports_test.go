@@ -464,9 +464,22 @@ func simulateMove(t *testing.T, ns, cluster string, tmp *captfv1.TerraformMachin
 			update(t, s, func(o *corev1.Secret) { o.OwnerReferences = append(o.OwnerReferences, owner) })
 		}
 	}
+	// The plans' published views move with them, as clusterctl moves what a moved object owns.
+	views := &captfv1.TerraformPlanViewList{}
+	g.Expect(env.Client.List(ctx, views, client.InNamespace(ns))).To(Succeed())
+	viewsOf := func(uid string) (out []captfv1.TerraformPlanView) {
+		for _, v := range views.Items {
+			if ref := metav1.GetControllerOf(&v); ref != nil && string(ref.UID) == uid {
+				update(t, &v, func(o *captfv1.TerraformPlanView) { o.OwnerReferences = nil })
+				out = append(out, v)
+			}
+		}
+		return out
+	}
 	type movedPlan struct {
 		plan    captfv1.TerraformPlan
 		secrets []string
+		views   []captfv1.TerraformPlanView
 	}
 	var plans []movedPlan
 	for _, tp := range plansOf(t, ns) {
@@ -476,7 +489,7 @@ func simulateMove(t *testing.T, ns, cluster string, tmp *captfv1.TerraformMachin
 		}
 		phase := captfv1.PlanPhase(tp.Labels[captfv1.PlanPhaseLabel])
 		if phase == captfv1.PlanPending || phase == captfv1.PlanApproved {
-			plans = append(plans, movedPlan{plan: tp, secrets: ownedBy(string(tp.UID))})
+			plans = append(plans, movedPlan{plan: tp, secrets: ownedBy(string(tp.UID)), views: viewsOf(string(tp.UID))})
 			disown(plans[len(plans)-1].secrets, string(tp.UID))
 		}
 		g.Expect(env.Client.Delete(ctx, &tp)).To(Succeed())
@@ -504,8 +517,12 @@ func simulateMove(t *testing.T, ns, cluster string, tmp *captfv1.TerraformMachin
 			OwnerReferences: []metav1.OwnerReference{ref},
 		}, Spec: mvp.plan.Spec}
 		create(t, tp)
-		own(mvp.secrets, metav1.OwnerReference{APIVersion: captfv1.GroupVersion.String(), Kind: "TerraformPlan",
-			Name: tp.Name, UID: tp.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)})
+		planRef := metav1.OwnerReference{APIVersion: captfv1.GroupVersion.String(), Kind: "TerraformPlan",
+			Name: tp.Name, UID: tp.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
+		own(mvp.secrets, planRef)
+		for _, v := range mvp.views {
+			update(t, &v, func(o *captfv1.TerraformPlanView) { o.OwnerReferences = []metav1.OwnerReference{planRef} })
+		}
 	}
 	update(t, c, func(o *clusterv1.Cluster) { o.Spec.Paused = ptr.To(false) })
 	return moved

@@ -29,9 +29,10 @@ func (r *provider[T]) ReconcileNormal(ctx context.Context, s *reconcileScope[T])
 		return ctrl.Result{}, err
 	}
 	err = run(ctx, p,
-		r.listJobs,       // observe: the object's Jobs, and the running one
-		r.bookkeep,       // housekeeping: record finished Jobs (adopt an applied state, record a plan)
-		r.trackActiveJob, // housekeeping: block-move and status.activeJob follow the running Job
+		r.ensureManagerAccess, // housekeeping: the manager's own RoleBinding in the namespace, before any write
+		r.listJobs,            // observe: the object's Jobs, and the running one
+		r.bookkeep,            // housekeeping: record finished Jobs (adopt an applied state, record a plan)
+		r.trackActiveJob,      // housekeeping: block-move and status.activeJob follow the running Job
 		whileIdle( // while a Job runs, its state is not read: decide says the Job owns the object
 			r.ensureRunnerRBAC,   // housekeeping: the runner's ServiceAccount and Roles
 			r.readState,          // observe: the state, its lock and a retained state's origin
@@ -61,6 +62,7 @@ func (r *provider[T]) ReconcileDelete(ctx context.Context, s *reconcileScope[T])
 		return false, ctrl.Result{}, err
 	}
 	err = run(ctx, p,
+		r.ensureManagerAccess,
 		r.listJobs,
 		r.bookkeep,
 		r.trackActiveJob,
@@ -93,7 +95,7 @@ func (r *provider[T]) ReconcilePaused(ctx context.Context, s *reconcileScope[T])
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	err = run(ctx, p, r.listJobs, r.bookkeep, r.trackActiveJob, r.decidePaused)
+	err = run(ctx, p, r.ensureManagerAccess, r.listJobs, r.bookkeep, r.trackActiveJob, r.decidePaused)
 	return p.result(), err
 }
 

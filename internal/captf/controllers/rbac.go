@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -232,4 +233,72 @@ func (r *provider[T]) ensureLockAccess(ctx context.Context, p *pass[T]) error {
 func equalRule(a, b rbacv1.PolicyRule) bool {
 	return slices.Equal(a.APIGroups, b.APIGroups) && slices.Equal(a.Resources, b.Resources) && slices.Equal(a.Verbs, b.Verbs) &&
 		len(a.NonResourceURLs) == 0
+}
+
+// The manager's own rights in a namespace: it writes Jobs, Pods (dry runs), Secrets, Leases and
+// the runner's RBAC only in namespaces that hold CAPTF objects, through this RoleBinding to
+// config/rbac/namespace_role.yaml, which it keeps there; its ClusterRole holds no such write.
+const (
+	managerBinding       = "capx-manager"
+	namespaceClusterRole = "capx-captf-namespace"
+)
+
+// ensureManagerAccess keeps the RoleBinding that lets the manager write in the object's
+// namespace (first of all: everything after it may write). It is read from the cache (it is
+// labelled managed) and written only when missing or wrong. In a namespace being deleted
+// nothing can be created: the binding made before stays until the namespace's last CAPTF
+// object is gone (config/admission/captf-state-protection.yaml, namespaces.go).
+func (r *provider[T]) ensureManagerAccess(ctx context.Context, p *pass[T]) error {
+	err := keepManagerBinding(ctx, r.client, r.reader, p.owner.Namespace, r.opts.Identity)
+	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		return nil
+	}
+	return err
+}
+
+// keepManagerBinding makes sure namespace has the manager's RoleBinding, bound to identity.
+func keepManagerBinding(ctx context.Context, c client.Client, live client.Reader, namespace, identity string) error {
+	ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: namespaceClusterRole}
+	subject := identitySubject(identity)
+	have := &rbacv1.RoleBinding{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: managerBinding}, have)
+	if apierrors.IsNotFound(err) {
+		want := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: managerBinding, Labels: map[string]string{captfv1.ManagedLabel: "true"}},
+			RoleRef:    ref, Subjects: []rbacv1.Subject{subject},
+		}
+		if err = c.Create(ctx, want); err == nil {
+			return nil
+		} else if apierrors.IsAlreadyExists(err) {
+			err = live.Get(ctx, client.ObjectKeyFromObject(want), have)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("the manager's RoleBinding %s in %s: %w", managerBinding, namespace, err)
+	}
+	if have.RoleRef != ref || have.Labels[captfv1.ManagedLabel] != "true" {
+		// Not the manager's own (roleRef cannot change): replaced, by the UID read.
+		if err := c.Delete(ctx, have, client.Preconditions{UID: &have.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("replace RoleBinding %s in %s (roleRef %s %s): %w", managerBinding, namespace, have.RoleRef.Kind, have.RoleRef.Name, err)
+		}
+		return fmt.Errorf("RoleBinding %s in %s bound %s %s; replaced on the next attempt", managerBinding, namespace, have.RoleRef.Kind, have.RoleRef.Name)
+	}
+	if !slices.Contains(have.Subjects, subject) {
+		before := have.DeepCopy()
+		have.Subjects = append(have.Subjects, subject)
+		if err := c.Patch(ctx, have, client.MergeFrom(before)); err != nil {
+			return fmt.Errorf("bind %s in RoleBinding %s of %s: %w", identity, managerBinding, namespace, err)
+		}
+	}
+	return nil
+}
+
+// identitySubject is the RBAC subject of a user name as the API server authenticates it.
+func identitySubject(identity string) rbacv1.Subject {
+	if rest, ok := strings.CutPrefix(identity, "system:serviceaccount:"); ok {
+		if ns, name, ok := strings.Cut(rest, ":"); ok {
+			return rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}
+		}
+	}
+	return rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: identity}
 }

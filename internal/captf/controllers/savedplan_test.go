@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/capx-io/capx/internal/captf/planview"
 	"github.com/capx-io/capx/internal/captf/savedplan"
 	"github.com/capx-io/capx/internal/cli/captf/plan/show"
+	"github.com/capx-io/capx/internal/cli/captf/status"
 )
 
 // savedPlanSecrets reads a TerraformPlan's saved plan Secrets in chunk order.
@@ -87,23 +89,36 @@ func TestApprovalAppliesTheSavedPlan(t *testing.T) {
 	plan, err := planhash.Parse(b.Plan)
 	g.Expect(err).NotTo(HaveOccurred())
 	want, err := planhash.Fingerprint(key.Data["key"], plan, planhash.Binding{
-		Lineage: prior.Lineage, Serial: prior.Serial, InputsHash: first.Spec.InputsHash, PlanFile: b.PlanFileDigest()})
+		Lineage: prior.Lineage, Serial: prior.Serial, InputsHash: first.Spec.InputsHash, PlanFile: b.PlanFileDigest(), View: first.Spec.ViewDigest})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(first.Spec.PlanHash).To(Equal(want), "the manager's hash binds the changes, the state, the inputs and the plan file")
+	g.Expect(first.Spec.PlanHash).To(Equal(want), "the manager's hash binds the changes, the state, the inputs, the plan file and the view")
 
-	// The plan records the digest of the readable changes its Job stored: plan show refuses a
-	// view rewritten since (by anything that can write Secrets in the namespace).
-	viewFirst := &corev1.Secret{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: planview.SecretName(first.Name)}, viewFirst)).To(Succeed())
-	g.Expect(first.Annotations).To(HaveKeyWithValue(planview.DigestAnnotation, viewFirst.Annotations[planview.DigestAnnotation]))
-	g.Expect(show.Load(ctx, env.Client, first).ViewAvailable).To(BeTrue())
-	benign, err := planview.Encode(&planview.View{FormatVersion: planview.FormatVersion}, first.Name, ns, viewFirst.Labels)
+	// The readable changes the Job stored are published as TerraformPlanViews the plan controls
+	// and an approver may read without any Secret right; the Job's Secrets go. The plan records
+	// their digest (immutable, bound into the hash): plan show refuses a view rewritten since.
+	g.Expect(first.Spec.ViewDigest).To(HaveLen(64))
+	published := &captfv1.TerraformPlanView{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: planview.SecretName(first.Name)}, published)).To(Succeed())
+	g.Expect(metav1.IsControlledBy(published, first)).To(BeTrue())
+	g.Expect(published.Labels).To(HaveKey("clusterctl.cluster.x-k8s.io/move"))
+	g.Expect(published.Digest).To(Equal(first.Spec.ViewDigest))
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: planview.SecretName(first.Name)}, &corev1.Secret{}))).
+		To(BeTrue(), "the Job's view Secrets are deleted once published")
+	approverClient := asApprover(t, ns)
+	shown := show.Load(ctx, approverClient, first)
+	g.Expect(shown.ViewAvailable).To(BeTrue(), "the approver role alone reads the full view: %s", shown.ViewProblem)
+	g.Expect(shown.ValuesWithheld).To(BeFalse())
+	g.Expect(shown.Changes).NotTo(BeEmpty())
+	tree, err := status.Gather(ctx, approverClient, ns, "")
+	g.Expect(err).NotTo(HaveOccurred(), "kubectl captf status works with the approver role alone")
+	g.Expect(tree.Clusters).NotTo(BeEmpty())
+	benign, _, err := planview.Publish(&planview.View{FormatVersion: planview.FormatVersion}, first.Name, ns, published.Labels)
 	g.Expect(err).NotTo(HaveOccurred())
-	benign[0].ResourceVersion, benign[0].OwnerReferences = viewFirst.ResourceVersion, viewFirst.OwnerReferences
-	g.Expect(env.Client.Update(ctx, benign[0])).To(Succeed())
-	shown := show.Load(ctx, env.Client, first)
+	benign[0].ResourceVersion, benign[0].OwnerReferences = published.ResourceVersion, published.OwnerReferences
+	g.Expect(env.Client.Update(ctx, benign[0])).To(Succeed(), "an administrator may; nobody else can")
+	shown = show.Load(ctx, approverClient, first)
 	g.Expect(shown.ViewAvailable).To(BeFalse())
-	g.Expect(shown.ViewProblem).To(ContainSubstring("they were rewritten; do not approve from them"))
+	g.Expect(shown.ViewProblem).To(ContainSubstring("it was rewritten since"))
 
 	// Replaced after the approval (by anything that can write Secrets in the namespace): a plan
 	// file with the same document but other bytes no longer hashes to the approved hash.

@@ -28,10 +28,12 @@ type savedPlan struct {
 	digest  string   // hex SHA-256 of their data, as read
 }
 
-// readSavedPlan reads and hashes TerraformPlan name's saved plan. It reads live (a Job's Secrets
-// may not be in the cache yet, and need not be: they are read once per plan and per approved
-// apply). A missing or corrupt saved plan is errNoSavedPlan.
-func (r *provider[T]) readSavedPlan(ctx context.Context, p *pass[T], name, inputsHash string) (*savedPlan, error) {
+// readSavedPlan reads and hashes TerraformPlan name's saved plan, with the digest of the view
+// approvers read, which view returns for the parsed plan (recordPlan publishes the view then;
+// an approved apply passes the digest the plan recorded). It reads live (a Job's Secrets may not
+// be in the cache yet, and need not be: they are read once per plan and per approved apply). A
+// missing or corrupt saved plan is errNoSavedPlan.
+func (r *provider[T]) readSavedPlan(ctx context.Context, p *pass[T], name, inputsHash string, view func(*tfjson.Plan) (string, error)) (*savedPlan, error) {
 	get := func(secret string) (*corev1.Secret, error) {
 		s := &corev1.Secret{}
 		err := r.reader.Get(ctx, client.ObjectKey{Namespace: p.owner.Namespace, Name: secret}, s)
@@ -73,7 +75,15 @@ func (r *provider[T]) readSavedPlan(ctx context.Context, p *pass[T], name, input
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNoSavedPlan, err)
 	}
-	h, plan, err := b.Hash(key, inputsHash)
+	plan, err := b.ParsePlan()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errNoSavedPlan, err)
+	}
+	viewDigest, err := view(plan)
+	if err != nil {
+		return nil, err
+	}
+	h, err := b.Hash(key, plan, inputsHash, viewDigest)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNoSavedPlan, err)
 	}
@@ -97,7 +107,7 @@ func (r *provider[T]) approvedSavedPlan(ctx context.Context, p *pass[T], name, h
 			return nil, err
 		}
 	}
-	sp, err := r.readSavedPlan(ctx, p, name, tp.Spec.InputsHash)
+	sp, err := r.readSavedPlan(ctx, p, name, tp.Spec.InputsHash, func(*tfjson.Plan) (string, error) { return tp.Spec.ViewDigest, nil })
 	switch {
 	case errors.Is(err, errNoSavedPlan):
 	case err != nil:

@@ -215,9 +215,15 @@ func applyCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string, 
 		return metav1.ConditionFalse, d.Reason, planMessage(p, "The plan deletes or replaces resources and waits for an approved TerraformPlan")
 	case captfv1.PlanAwaitingApprovalReason, captfv1.PlanChangedReason:
 		return metav1.ConditionUnknown, d.Reason, planMessage(p, "A plan waits for approval")
+	case captfv1.ApprovalsNotEnforcedReason:
+		return metav1.ConditionFalse, d.Reason, "The approved plan does not apply: approvals are not honoured while the API server does not enforce " +
+			"the policies they rest on: " + p.approvalsUnenforced
 	case captfv1.WaitingForJobSlotReason:
 		if p.slotsErr != nil {
 			return metav1.ConditionUnknown, d.Reason, "The active Jobs could not be counted, so no Job starts until they are: " + p.slotsErr.Error()
+		}
+		if p.slots.Reached != "" {
+			return metav1.ConditionUnknown, d.Reason, "Waiting for a Job slot: " + p.slots.Reached + " is reached"
 		}
 		return metav1.ConditionUnknown, d.Reason, "The cap on active Jobs is reached"
 	}

@@ -6,11 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,7 +60,7 @@ func startManagerIn(t testing.TB, namespace string, flags ...string) *testenv.Ku
 	kubelet := env.StartKubeletIn(t, namespace, moduleImages)
 	// No destroy namespace unless a test names its own: managers of tests running in parallel
 	// would share the default one.
-	mgrtest.Start(t, env, append([]string{"--providers=captf", "--drift-interval=0", "--namespace=" + namespace, "--destroy-namespace="}, flags...)...)
+	mgrtest.Start(t, env, append([]string{"--providers=captf", "--drift-interval=0", "--namespace=" + namespace, "--destroy-namespace-prefix="}, flags...)...)
 	return kubelet
 }
 
@@ -103,4 +106,31 @@ func jobsOf(t *testing.T, ns, kind, name string) []batchv1.Job {
 		t.Fatal(err)
 	}
 	return list.Items
+}
+
+var approverRole sync.Once
+
+// asApprover is a client for a user who holds, in ns, the documented plan approver role
+// (config/rbac/plan_approver_role.yaml) and nothing else.
+func asApprover(t *testing.T, ns string) client.Client {
+	t.Helper()
+	ctx := context.Background()
+	var err error
+	approverRole.Do(func() { err = env.Apply(ctx, filepath.Join(env.Root, "config", "rbac", "plan_approver_role.yaml")) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := "approver-" + ns
+	create(t, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "plan-approvers"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "capx-captf-plan-approver"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	})
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

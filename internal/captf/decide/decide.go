@@ -65,6 +65,9 @@ type Input struct {
 	FailedJobsHistoryLimit int
 	// Plan is the newest TerraformPlan for the current inputs, if any.
 	Plan *Plan
+	// ApprovalsUnenforced says why approvals are not honoured now (the admission policies they
+	// rest on are missing or changed); "" when they are.
+	ApprovalsUnenforced string
 
 	// Restore is a requested restore (captf.io/restore-state), if any.
 	Restore *Restore
@@ -192,8 +195,10 @@ type Restore struct {
 
 // Slots are the caps on active Jobs.
 type Slots struct {
-	// Full is true when the manager-wide or the cluster's cap is reached.
+	// Full is true when the manager-wide, the namespace's or the cluster's cap is reached.
 	Full bool
+	// Reached names the cap that is full, for the condition message.
+	Reached string
 	// Busy is true above 80% of a cap, where background work (refresh, drift) waits.
 	Busy bool
 	// Uncounted is true when the active Jobs could not be counted: the caps then count as
@@ -298,14 +303,16 @@ const (
 
 // Timings.
 const (
-	activeJobRecheck  = time.Minute
-	minBackoff        = time.Minute
-	maxBackoff        = 10 * time.Minute
-	blockedRecheck    = 10 * time.Minute
-	slotRecheck       = 15 * time.Second
-	leaseRecheck      = 30 * time.Second
-	startRecheck      = time.Minute // nothing watches ServiceAccounts, credentials or quotas
-	heldRecheck       = time.Minute
+	activeJobRecheck = time.Minute
+	minBackoff       = time.Minute
+	maxBackoff       = 10 * time.Minute
+	blockedRecheck   = 10 * time.Minute
+	slotRecheck      = 15 * time.Second
+	leaseRecheck     = 30 * time.Second
+	startRecheck     = time.Minute // nothing watches ServiceAccounts, credentials or quotas
+	heldRecheck      = time.Minute
+	// policyRecheck: how soon an approved plan waiting for its admission policies looks again.
+	policyRecheck     = 30 * time.Second
 	pendingFirst      = 30 * time.Second
 	pendingCap        = 5 * time.Minute
 	defaultRemedyCap  = 3
@@ -544,6 +551,10 @@ func gate(in Input, reason string) Decision {
 	blocked := last != nil && last.Result == captfv1.RunBlocked
 
 	switch {
+	case approved && in.Plan.Name != "" && in.ApprovalsUnenforced != "":
+		// An approval is trusted only while the API server checks who approves and what only
+		// the manager writes: it fails closed.
+		return Decision{Reason: captfv1.ApprovalsNotEnforcedReason, Wait: true, RequeueAfter: policyRecheck}
 	case approved:
 		if in.Slots.full() {
 			return Decision{Reason: captfv1.WaitingForJobSlotReason, Wait: true, RequeueAfter: slotRecheck}

@@ -154,6 +154,31 @@ func TestDestructiveGuard(t *testing.T) {
 	})
 }
 
+// TestApprovalsFailClosed: an approval counts only while the API server enforces the policies
+// it rests on (who approves, what only the manager writes); an empty plan needs no approval.
+func TestApprovalsFailClosed(t *testing.T) {
+	unenforced := "the ValidatingAdmissionPolicy captf-plan-approval is missing"
+	notHonoured := Decision{Reason: captfv1.ApprovalsNotEnforcedReason, Wait: true, RequeueAfter: 30 * time.Second}
+	check(t, Next, []rule{
+		{"an approved plan waits while approvals are not enforced", with(applied(), func(i *Input) {
+			manualEdit(i)
+			i.Plan = &Plan{Name: "tfc-abc", PlanHash: "p2:x", Approved: true}
+			i.ApprovalsUnenforced = unenforced
+		}), notHonoured},
+		{"so does an approved destructive plan", with(applied(), func(i *Input) {
+			changed(i)
+			i.LastChange = &Run{Result: captfv1.RunBlocked, FinishedAt: t0}
+			i.Plan = &Plan{Name: "d", PlanHash: "p2:d", Reason: captfv1.PlanReasonDestructive, Approved: true}
+			i.ApprovalsUnenforced = unenforced
+		}), notHonoured},
+		{"an empty plan's implicit approval is nobody's and applies", with(applied(), func(i *Input) {
+			changed(i)
+			i.Plan = &Plan{PlanHash: "p2:empty", Approved: true}
+			i.ApprovalsUnenforced = unenforced
+		}), Decision{Op: captfv1.OperationApply, Reason: ReasonApproved, ExpectPlan: "p2:empty"}},
+	})
+}
+
 func TestFailuresBackOff(t *testing.T) {
 	check(t, Next, []rule{
 		{"a failed apply waits a minute", with(applied(), func(i *Input) { changed(i); i.LastChange, i.Failures = failed(20*time.Second), 1 }),

@@ -52,6 +52,10 @@ type Binding struct {
 	InputsHash string
 	// PlanFile is the hex SHA-256 of the saved plan file.
 	PlanFile string
+	// View is the hex SHA-256 of the readable changes published for approvers (the plan's
+	// TerraformPlanViews): approving the hash approves what they show. Empty for a plan recorded
+	// without one (it is then left out of the binding, as it was before views were bound).
+	View string
 }
 
 // Fingerprint returns the keyed plan fingerprint:
@@ -60,7 +64,7 @@ type Binding struct {
 //
 // or Empty when the plan changes nothing (there is nothing to approve). The binding line is
 //
-//	binding|<hex HMAC-SHA256(key, canonical JSON of {lineage, serial, inputs, planFile})>
+//	binding|<hex HMAC-SHA256(key, canonical JSON of {lineage, serial, inputs, planFile[, view]})>
 //
 // followed by one line per resource change that is not a no-op (or is a no-op that imports or
 // moves) and per output change that is not a no-op:
@@ -81,9 +85,11 @@ func Fingerprint(key []byte, plan *tfjson.Plan, b Binding) (string, error) {
 	if len(lines) == 0 {
 		return Empty, nil
 	}
-	mac, err := effectMAC(key, map[string]any{
-		"lineage": b.Lineage, "serial": b.Serial, "inputs": b.InputsHash, "planFile": b.PlanFile,
-	})
+	binding := map[string]any{"lineage": b.Lineage, "serial": b.Serial, "inputs": b.InputsHash, "planFile": b.PlanFile}
+	if b.View != "" {
+		binding["view"] = b.View
+	}
+	mac, err := effectMAC(key, binding)
 	if err != nil {
 		return "", err
 	}

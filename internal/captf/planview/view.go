@@ -50,6 +50,9 @@ type View struct {
 	TotalChanges int `json:"totalChanges"`
 	// Truncated says the view was cut to fit its Secrets: attribute detail first, then changes.
 	Truncated bool `json:"truncated,omitempty"`
+	// Withheld says the manager built the view itself, with every change and no value: the
+	// plan's Job stored none, or one that did not list the plan's changes.
+	Withheld bool `json:"withheld,omitempty"`
 }
 
 // ResourceChange is one resource's change.

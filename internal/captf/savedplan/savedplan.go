@@ -85,23 +85,21 @@ func Document(plan *tfjson.Plan) ([]byte, error) {
 	})
 }
 
-// Hash is the plan hash of the saved plan (planhash.Fingerprint): its changes, keyed, bound to
-// the state its plan file was made against (the prior state OpenTofu checks before applying the
-// file), the inputs hash of the Job that made it, and the plan file itself. It returns the
-// parsed plan too.
-func (b *Bundle) Hash(key []byte, inputsHash string) (string, *tfjson.Plan, error) {
-	plan, err := planhash.Parse(b.Plan)
-	if err != nil {
-		return "", nil, err
-	}
+// ParsePlan parses the bundle's plan document.
+func (b *Bundle) ParsePlan() (*tfjson.Plan, error) { return planhash.Parse(b.Plan) }
+
+// Hash is the plan hash of the saved plan (planhash.Fingerprint) whose document parsed as plan:
+// its changes, keyed, bound to the state its plan file was made against (the prior state
+// OpenTofu checks before applying the file), the inputs hash of the Job that made it, the plan
+// file itself and the digest of the view approvers read ("" for none).
+func (b *Bundle) Hash(key []byte, plan *tfjson.Plan, inputsHash, view string) (string, error) {
 	prior, err := PriorState(b.PlanFile)
 	if err != nil {
-		return "", nil, err
+		return "", err
 	}
-	h, err := planhash.Fingerprint(key, plan, planhash.Binding{
-		Lineage: prior.Lineage, Serial: prior.Serial, InputsHash: inputsHash, PlanFile: b.PlanFileDigest(),
+	return planhash.Fingerprint(key, plan, planhash.Binding{
+		Lineage: prior.Lineage, Serial: prior.Serial, InputsHash: inputsHash, PlanFile: b.PlanFileDigest(), View: view,
 	})
-	return h, plan, err
 }
 
 // PlanName is the TerraformPlan the manager records from the plan Job job of object target

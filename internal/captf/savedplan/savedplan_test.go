@@ -179,7 +179,11 @@ func BenchmarkManagerHash(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, _, err := bundle.Hash(key, "h2:x"); err != nil {
+				plan, err := bundle.ParsePlan()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := bundle.Hash(key, plan, "h2:x", ""); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -193,15 +197,20 @@ func TestHashBindsThePriorState(t *testing.T) {
 	g := NewWithT(t)
 	key := make([]byte, 32)
 	b := bigPlan(t, 3)
-	h, plan, err := b.Hash(key, "h2:x")
+	plan, err := b.ParsePlan()
+	g.Expect(err).NotTo(HaveOccurred())
+	h, err := b.Hash(key, plan, "h2:x", "")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(plan.ResourceChanges).To(HaveLen(3))
 	want, err := planhash.Fingerprint(key, plan, planhash.Binding{Lineage: "5b1a7c2e-aaaa", Serial: 41, InputsHash: "h2:x", PlanFile: b.PlanFileDigest()})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(h).To(Equal(want))
-	other, _, err := b.Hash(key, "h2:y")
+	other, err := b.Hash(key, plan, "h2:y", "")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(other).NotTo(Equal(h), "the inputs hash is bound")
-	_, _, err = (&Bundle{PlanFile: []byte("no zip"), Plan: b.Plan}).Hash(key, "h2:x")
+	viewed, err := b.Hash(key, plan, "h2:x", strings.Repeat("ab", 32))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(viewed).NotTo(Equal(h), "the view digest is bound")
+	_, err = (&Bundle{PlanFile: []byte("no zip"), Plan: b.Plan}).Hash(key, plan, "h2:x", "")
 	g.Expect(err).To(HaveOccurred(), "a plan file without a prior state has no hash")
 }

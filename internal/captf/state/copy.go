@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -20,8 +21,12 @@ import (
 // reference. The copy reads as the same state (lineage, serial, inputs hash). It is the state a
 // destroy elsewhere runs on (the source namespace is being deleted and creates nothing), so the
 // source is left as it is. It lists the source from live (the API server): a chunk a cache had
-// not seen would be missing from the copy. Chunks the copy has already are kept as they are (a
-// pass that stopped half-way finishes the copy). It returns how many chunks the source has.
+// not seen would be missing from the copy.
+//
+// The copy is exactly the source when Copy returns: a chunk already there is kept only when it
+// is one this copy wrote (owner's UID, the source's data); any other Secret of a chunk's name is
+// replaced, and chunks the source does not have are deleted. Nothing found in the destination
+// is trusted, whoever wrote it. It returns how many chunks the source has.
 func Copy(ctx context.Context, c client.Client, live client.Reader, namespace, suffix, toNamespace, toSuffix string,
 	labels map[string]string, owner metav1.OwnerReference) (int, error) {
 	var list corev1.SecretList
@@ -29,13 +34,12 @@ func Copy(ctx context.Context, c client.Client, live client.Reader, namespace, s
 		return 0, fmt.Errorf("state: list Secrets of %s in namespace %s: %w", contract.StateSecretName(suffix), namespace, err)
 	}
 	base, toBase := contract.StateSecretName(suffix), contract.StateSecretName(toSuffix)
-	n := 0
+	want := map[string]bool{}
 	for i := range list.Items {
 		src := &list.Items[i]
 		if _, ok := ChunkIndex(src.Name, base); !ok {
 			continue // labelled like a chunk but not named like one: not part of the state
 		}
-		n++
 		l := maps.Clone(src.Labels)
 		for k := range l {
 			if strings.HasPrefix(k, "captf.") || strings.Contains(k, "cluster.x-k8s.io/") {
@@ -52,9 +56,56 @@ func Copy(ctx context.Context, c client.Client, live client.Reader, namespace, s
 			},
 			Type: src.Type, Data: src.Data,
 		}
-		if err := c.Create(ctx, dst); err != nil && !apierrors.IsAlreadyExists(err) {
-			return n, fmt.Errorf("state: copy %s/%s to %s/%s: %w", namespace, src.Name, toNamespace, dst.Name, err)
+		want[dst.Name] = true
+		if err := CreateExact(ctx, c, live, dst); err != nil {
+			return len(want), fmt.Errorf("state: copy %s/%s to %s/%s: %w", namespace, src.Name, toNamespace, dst.Name, err)
 		}
 	}
-	return n, nil
+	var have corev1.SecretList
+	if err := live.List(ctx, &have, client.InNamespace(toNamespace), Selector(toSuffix)); err != nil {
+		return len(want), fmt.Errorf("state: list Secrets of %s in namespace %s: %w", toBase, toNamespace, err)
+	}
+	for i := range have.Items {
+		if s := &have.Items[i]; !want[s.Name] {
+			if err := c.Delete(ctx, s, client.Preconditions{UID: &s.UID}); client.IgnoreNotFound(err) != nil {
+				return len(want), fmt.Errorf("state: delete %s/%s, which the source state has no chunk for: %w", toNamespace, s.Name, err)
+			}
+		}
+	}
+	return len(want), nil
+}
+
+// CreateExact creates want, a Secret whose single owner reference is its owner. A Secret of that
+// name already there is kept only when it is exactly want (the same owner, type and data: a
+// pass that stopped half-way wrote it); anything else is deleted (by its UID, so a Secret
+// re-created meanwhile is judged again on the next call) and want is created in its place.
+func CreateExact(ctx context.Context, c client.Client, live client.Reader, want *corev1.Secret) error {
+	err := c.Create(ctx, want.DeepCopy())
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	have := &corev1.Secret{}
+	if err := live.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
+		return err
+	}
+	if sameSecret(have, want) {
+		return nil
+	}
+	if err := c.Delete(ctx, have, client.Preconditions{UID: &have.UID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("replace Secret %s, which this copy did not write: %w", want.Name, err)
+	}
+	return c.Create(ctx, want.DeepCopy())
+}
+
+func sameSecret(have, want *corev1.Secret) bool {
+	if have.Type != want.Type || len(have.OwnerReferences) != 1 || have.OwnerReferences[0].UID != want.OwnerReferences[0].UID ||
+		len(have.Data) != len(want.Data) {
+		return false
+	}
+	for k, v := range want.Data {
+		if w, ok := have.Data[k]; !ok || !bytes.Equal(v, w) {
+			return false
+		}
+	}
+	return true
 }

@@ -122,7 +122,7 @@ func benchNamespace(b *testing.B) string {
 }
 
 // BenchmarkPlanShow5000: `kubectl captf plan show` of a 5,000-change plan (its view read from
-// the Secrets the runner writes) against `tofu show` of the same saved plan.
+// the TerraformPlanViews the manager publishes) against `tofu show` of the same saved plan.
 func BenchmarkPlanShow5000(b *testing.B) {
 	ctx := context.Background()
 	dir, plan := savedPlan(b, 5000)
@@ -132,19 +132,20 @@ func BenchmarkPlanShow5000(b *testing.B) {
 		Spec: captfv1.TerraformPlanSpec{TargetRef: captfv1.PlanTarget{Kind: "TerraformCluster", Name: "big"}, PlanHash: "p2:00",
 			InputsHash: "h2:00", Reason: captfv1.PlanReasonManual, Summary: captfv1.PlanSummary{Create: 5000}},
 	}
-	if err := env.Client.Create(ctx, tp); err != nil {
-		b.Fatal(err)
-	}
 	view := planview.FromPlan(plan, nil)
 	if len(view.Changes) != 5000 {
 		b.Fatalf("%d changes", len(view.Changes))
 	}
-	secrets, err := planview.Encode(view, tp.Name, ns, nil)
+	parts, digest, err := planview.Publish(view, tp.Name, ns, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, s := range secrets {
-		if err := env.Client.Create(ctx, s); err != nil {
+	tp.Spec.ViewDigest = digest
+	if err := env.Client.Create(ctx, tp); err != nil {
+		b.Fatal(err)
+	}
+	for _, part := range parts {
+		if err := env.Client.Create(ctx, part); err != nil {
 			b.Fatal(err)
 		}
 	}

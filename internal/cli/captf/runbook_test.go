@@ -84,9 +84,9 @@ func TestRunbook(t *testing.T) {
 	g.Expect(view.ViewAvailable).To(BeTrue(), view.ViewProblem)
 	g.Expect(view.Changes[0].Action).To(Equal(planview.ActionReplace))
 	g.Expect(view.Reason).To(Equal(captfv1.PlanReasonDestructive))
-	// The view Secret belongs to its TerraformPlan and moves with it: the manager handed it
-	// over, and it carries the owner's labels and clusterctl's move label.
-	vs := &corev1.Secret{}
+	// The published view belongs to its TerraformPlan and moves with it: it carries the
+	// owner's labels and clusterctl's move label.
+	vs := &captfv1.TerraformPlanView{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: planview.SecretName(planName)}, vs)).To(Succeed())
 	g.Expect(vs.Labels).To(HaveKey("clusterctl.cluster.x-k8s.io/move"))
 	g.Expect(vs.OwnerReferences).To(ConsistOf(And(HaveField("Kind", "TerraformPlan"), HaveField("Name", planName))))

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capx-io/capx/internal/capi"
@@ -25,6 +26,12 @@ import (
 // Start runs the real manager, built from its own flags (defaults, then the given ones),
 // against the environment until the test ends.
 func Start(t testing.TB, env *testenv.Env, flags ...string) {
+	t.Helper()
+	StartWith(t, env, env.Config, flags...)
+}
+
+// StartWith is Start reaching the API server with cfg (another identity, say).
+func StartWith(t testing.TB, env *testenv.Env, cfg *rest.Config, flags ...string) {
 	t.Helper()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	manager.AddFlags(fs)
@@ -40,7 +47,7 @@ func Start(t testing.TB, env *testenv.Env, flags ...string) {
 	}
 	opts.SkipControllerNameValidation = true // every test starts its own manager
 	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := manager.New(ctx, env.Config, opts)
+	mgr, err := manager.New(ctx, cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +91,10 @@ func Gone(t testing.TB, env *testenv.Env, o client.Object, timeout time.Duration
 	NewWithT(t).Eventually(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKeyFromObject(o), o))
 	}, timeout, 200*time.Millisecond).Should(BeTrue(), func() string {
-		return fmt.Sprintf("%T %s still exists (finalizers %v)", o, o.GetName(), o.GetFinalizers())
+		msg := fmt.Sprintf("%T %s still exists (finalizers %v)", o, o.GetName(), o.GetFinalizers())
+		if c, ok := o.(capi.Object); ok {
+			msg += "; conditions:\n" + Describe(c)
+		}
+		return msg
 	})
 }

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -94,6 +93,9 @@ type Plan struct {
 	Outputs       []planview.OutputChange   `json:"outputs,omitempty"`
 	TotalChanges  int                       `json:"totalChanges"`
 	Truncated     bool                      `json:"truncated,omitempty"`
+	// ValuesWithheld: the manager published the changes without values, because the plan's Job
+	// stored readable changes that did not list its saved plan's changes (or none).
+	ValuesWithheld bool `json:"valuesWithheld,omitempty"`
 }
 
 // HasChanges reports whether the plan changes anything.
@@ -128,8 +130,9 @@ func run(ctx context.Context, opts *Options) error {
 	return nil
 }
 
-// Load reads the plan's view Secrets and returns the printed shape. A missing or unreadable
-// view is reported in ViewProblem, not as an error: the summary is still worth showing.
+// Load reads the plan's published view (its TerraformPlanViews) and returns the printed shape.
+// A missing, unreadable or unverifiable view is reported in ViewProblem, not as an error: the
+// summary is still worth showing.
 func Load(ctx context.Context, c client.Reader, tp *captfv1.TerraformPlan) *Plan {
 	p := &Plan{
 		TypeMeta: cmdutil.Meta("PlanView"), Name: tp.Name, Namespace: tp.Namespace, Target: tp.Spec.TargetRef,
@@ -137,48 +140,47 @@ func Load(ctx context.Context, c client.Reader, tp *captfv1.TerraformPlan) *Plan
 		Approved: tp.Spec.Approved, ApprovedBy: tp.Spec.ApprovedBy, Summary: tp.Spec.Summary, Job: tp.Status.Job,
 		Changes: []planview.ResourceChange{},
 	}
-	v, err := ReadView(ctx, c, tp.Namespace, tp.Name, tp.Annotations[planview.DigestAnnotation])
+	v, err := ReadView(ctx, c, tp)
 	if err != nil {
 		p.ViewProblem = err.Error()
 		return p
 	}
 	p.ViewAvailable = true
-	p.Changes, p.Outputs, p.TotalChanges, p.Truncated = v.Changes, v.Outputs, v.TotalChanges, v.Truncated
+	p.Changes, p.Outputs, p.TotalChanges, p.Truncated, p.ValuesWithheld = v.Changes, v.Outputs, v.TotalChanges, v.Truncated, v.Withheld
 	if p.Changes == nil {
 		p.Changes = []planview.ResourceChange{}
 	}
 	return p
 }
 
-// ReadView reads and decodes the view Secrets of TerraformPlan plan. With recorded (the digest
-// the manager recorded on the plan from the view its Job stored), a view whose digest is another
-// is refused: any account that can write Secrets in the namespace (a module, too) could have
-// rewritten it since.
-func ReadView(ctx context.Context, c client.Reader, namespace, plan, recorded string) (*planview.View, error) {
-	first := &corev1.Secret{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: planview.SecretName(plan)}, first); err != nil {
+// ReadView reads and decodes the readable changes the manager published for the plan: its
+// TerraformPlanViews, which must have the digest the plan records (spec.viewDigest, immutable,
+// and bound into the plan hash the approval names). A plan that records no digest has no view
+// that can be checked, and none is shown.
+func ReadView(ctx context.Context, c client.Reader, tp *captfv1.TerraformPlan) (*planview.View, error) {
+	if tp.Spec.ViewDigest == "" {
+		return nil, fmt.Errorf("the plan records no view digest (a manager older than this plugin recorded it), so its readable changes cannot be checked and none are shown")
+	}
+	first := &captfv1.TerraformPlanView{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: tp.Namespace, Name: planview.SecretName(tp.Name)}, first); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("its Job stored no readable changes (Secret %s is missing)", planview.SecretName(plan))
+			return nil, fmt.Errorf("the manager published no readable changes for it (TerraformPlanView %s is missing)", planview.SecretName(tp.Name))
 		}
-		return nil, fmt.Errorf("read Secret %s: %w", planview.SecretName(plan), err)
+		return nil, fmt.Errorf("read TerraformPlanView %s: %w", planview.SecretName(tp.Name), err)
 	}
-	if got := first.Annotations[planview.DigestAnnotation]; recorded != "" && got != recorded {
-		return nil, fmt.Errorf("the readable changes in Secret %s are not those the manager recorded with the plan (digest %s, recorded %s): they were rewritten; do not approve from them",
-			first.Name, got, recorded)
+	parts := []captfv1.TerraformPlanView{*first}
+	for i := 1; i < int(first.Parts) && i < planview.MaxChunks; i++ {
+		part := &captfv1.TerraformPlanView{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: tp.Namespace, Name: planview.ChunkName(tp.Name, i)}, part); err != nil {
+			return nil, fmt.Errorf("read TerraformPlanView %s: %w", planview.ChunkName(tp.Name, i), err)
+		}
+		parts = append(parts, *part)
 	}
-	n, err := planview.Chunks(first)
+	v, err := planview.Read(tp.Name, tp.Spec.ViewDigest, parts)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w; do not approve from these readable changes", err)
 	}
-	secrets := []*corev1.Secret{first}
-	for i := 1; i < n; i++ {
-		s := &corev1.Secret{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: planview.ChunkName(plan, i)}, s); err != nil {
-			return nil, fmt.Errorf("read Secret %s: %w", planview.ChunkName(plan, i), err)
-		}
-		secrets = append(secrets, s)
-	}
-	return planview.Decode(plan, secrets)
+	return v, nil
 }
 
 // Render writes the plan for a human. name is the plugin as typed ("kubectl captf").
@@ -202,6 +204,11 @@ func Render(w io.Writer, st *cmdutil.Styles, name string, p *Plan, attributes bo
 		}
 	} else {
 		renderChanges(w, st, p, attributes)
+	}
+	if p.ValuesWithheld {
+		fmt.Fprintf(w, "\n%s the plan's Job stored readable changes that did not list the changes of its saved plan (or none), so the manager "+
+			"lists every change without values; the Job log has the plan: %s logs %s/%s -n %s\n",
+			st.Warn("Values withheld:"), name, strings.ToLower(p.Target.Kind), p.Target.Name, p.Namespace)
 	}
 	if p.Truncated {
 		fmt.Fprintf(w, "\n%s the stored view was cut to fit its Secrets (%d changes in the plan); the Job log has the rest: %s logs %s/%s -n %s\n",
