@@ -103,7 +103,7 @@ release-generate: build ## Regenerate goreleaser.yaml, completions/ and the comm
 release-snapshot: release-tools release-generate ## Every release artefact, locally: archives, krew manifests, images, clusterctl files, docs site.
 	bin/goreleaser check
 	go build -o bin/capx-sbom ./hack/sbom
-	bash hack/hugepages.sh bin/goreleaser release --snapshot --clean
+	bin/goreleaser release --snapshot --clean
 	go run ./hack/krewmanifests -dist dist $(BINARIES)
 	go run ./hack/releaseimages -dist dist -o dist/images -tofu bin/tofu \
 	  -tofu-version $$(sed -n 's/^OPENTOFU_VERSION=//p' hack/versions.env) -revision $$(git rev-parse HEAD)

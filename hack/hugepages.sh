@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# Transparent huge pages while the Go compiler runs. The compiler faults in a lot of fresh
-# memory: in a VM each 4 KiB page fault is expensive, and with transparent huge pages only on
-# request ("madvise", which Go's runtime never makes) a cold build spends a quarter of its time in
-# the kernel. Switching them to "always" for the build measured etcd at 66 s instead of 97 s on a
-# 2-core VM. Only done as root, only from "madvise", and put back afterwards; CAPX_BUILD_THP=0
-# leaves the setting alone.
+# Transparent huge pages while hack/toolchain.sh compiles the test tools. The compiler faults in a
+# lot of fresh memory: in a VM each 4 KiB page fault is expensive, and with transparent huge
+# pages only on request ("madvise", which Go's runtime never makes) a cold build spends a quarter
+# of its time in the kernel. Switching them to "always" for the build measured etcd at 66 s
+# instead of 97 s on a 2-core VM.
 #
-#   source hack/hugepages.sh     defines huge_pages_for_build and restore_huge_pages (toolchain.sh)
-#   hack/hugepages.sh CMD...     runs CMD with huge pages on (goreleaser's cross-compiles)
-thp_file=/sys/kernel/mm/transparent_hugepage/enabled
+# It is a machine-wide kernel setting, so it is only ever changed by the toolchain build (never
+# by a release build), only as root, only from "madvise", and always put back: toolchain.sh
+# restores it on every way out, an error, SIGINT, SIGTERM and SIGHUP included (hack/toolchaintest
+# proves each). CAPX_BUILD_THP=0 leaves the setting alone.
+#
+#   source hack/hugepages.sh     defines huge_pages_for_build and restore_huge_pages
+#
+# CAPX_THP_FILE replaces the sysfs file, for the test.
+thp_file=${CAPX_THP_FILE:-/sys/kernel/mm/transparent_hugepage/enabled}
 thp_restore=""
 
 huge_pages_for_build() {
@@ -23,10 +28,3 @@ huge_pages_for_build() {
 restore_huge_pages() {
   if [[ -n $thp_restore ]]; then echo "$thp_restore" >"$thp_file" 2>/dev/null || true; thp_restore=""; fi
 }
-
-if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
-  set -euo pipefail
-  trap restore_huge_pages EXIT
-  huge_pages_for_build
-  "$@"
-fi

@@ -236,8 +236,11 @@ build_family() { # family
     done
   ) &
   ticker=$!
-  (cd "$dir" && CGO_ENABLED=0 go build "$modflag" -v -trimpath -ldflags "$ldflags" -o "$out_dir/" "${pkgs[@]}") \
-    2>>"$logf" || rc=$?
+  # In the background and waited for, so that a signal's trap runs at once (bash defers traps
+  # until a foreground command ends) and its cleanup stops the build.
+  (cd "$dir" && CGO_ENABLED=0 exec go build "$modflag" -v -trimpath -ldflags "$ldflags" -o "$out_dir/" "${pkgs[@]}") \
+    2>>"$logf" &
+  wait "$!" || rc=$?
   kill "$ticker" 2>/dev/null; wait "$ticker" 2>/dev/null || true
   if [[ $rc -ne 0 ]]; then
     log "building ${tools[*]} failed; the compiler said:"
@@ -274,7 +277,12 @@ main() {
       *) version_of "$a" >/dev/null; tools+=("$a") ;;
     esac
   done
+  # Every way out stops the background work and puts the kernel setting back: the signals exit
+  # through the EXIT trap (a SIGINT sent to this shell alone would otherwise let it carry on).
   trap 'kill $(jobs -p) 2>/dev/null || true; restore_huge_pages' EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  trap 'exit 129' HUP
   if [[ " ${tools[*]} " == *" etcd "* ]] && [[ ! -x $(cached etcd) ]] && etcd_in_kube; then etcd_family=kube; fi
   plan "${tools[@]}"
   prefetch
