@@ -284,6 +284,7 @@ func runScenario(t *testing.T, e *env) {
 	check(c.DetachDisk(ctx, a.ID, vm.ID, disk))
 	check(c.DeleteDisk(ctx, loc, disk, false))
 	diskScenario(t, e, a.ID, vm.ID)
+	nicScenario(t, e, a.ID, vm.ID)
 
 	ip, err := c.AddPublicIP(ctx, a.ID, nets[0].ID, "")
 	check(err)

@@ -363,7 +363,7 @@ func (s *Sim) putLocationDown(c *call) (any, error) {
 func (s *Sim) buildRoutes() []*route {
 	var all []*route
 	for _, group := range [][]*route{
-		s.accountRoutes(), s.cloudspaceRoutes(), s.vmRoutes(), s.imageRoutes(), s.diskRoutes(), s.networkRoutes(),
+		s.accountRoutes(), s.cloudspaceRoutes(), s.vmRoutes(), s.imageRoutes(), s.diskRoutes(), s.networkRoutes(), s.nicRoutes(),
 		s.ingressRoutes(), s.dnsRoutes(), s.vgpuRoutes(), s.connectedRoutes(), s.certificateRoutes(), s.antiAffinityRoutes(),
 		s.iamRoutes(), s.inspectRoutes(),
 	} {

@@ -125,6 +125,8 @@ type VM struct {
 	Created      float64  `json:"created"`
 	Updated      float64  `json:"updated"`
 	DeletedAt    *float64 `json:"deleted_at,omitempty"`
+	// ExternalNICs are the NICs attached after create (nics.go).
+	ExternalNICs []*ExternalNIC `json:"external_nics,omitempty"`
 }
 
 // Disk is a location-scoped virtual disk, optionally attached to a VM.
