@@ -37,7 +37,7 @@ build: ## Build every binary into bin/ (static, version-stamped).
 
 .PHONY: test
 test: toolchain ## Run every test (unit, envtest, real OpenTofu); builds the toolchain first if missing.
-	bash hack/gotest.sh $(GO_TEST_FLAGS) ./...
+	bash hack/gotest.sh -timeout 30m $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-race
 test-race: toolchain ## The tests with the race detector.

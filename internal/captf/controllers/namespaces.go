@@ -60,8 +60,16 @@ func (d *namespaces) setup(mgr ctrl.Manager) error {
 		}
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetNamespace()}}}
 	})
+	// A namespace that goes brings its destroy namespace back: that may now be deleted.
+	toDestroyNamespace := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		if d.prefix == "" || !d.isWatched(o.GetName()) {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: DestroyNamespaceName(d.prefix, o.GetUID())}}}
+	})
 	return ctrl.NewControllerManagedBy(mgr).Named("captf-namespaces").
 		For(&corev1.Namespace{}, builder.WithPredicates(mine)).
+		Watches(&corev1.Namespace{}, toDestroyNamespace, builder.WithPredicates(leaving)).
 		Watches(&captfv1.TerraformCluster{}, toNamespace, builder.WithPredicates(leaving)).
 		Watches(&captfv1.TerraformMachine{}, toNamespace, builder.WithPredicates(leaving)).
 		Watches(&captfv1.TerraformMachinePool{}, toNamespace, builder.WithPredicates(leaving)).
