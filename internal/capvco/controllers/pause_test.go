@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 )
@@ -26,9 +27,11 @@ func TestPausedNeverDestroys(t *testing.T) {
 	m := h.machine("moving", "md-0", false, nil)
 	waitFor(h, m, time.Minute, "provisioned", provisionedMachine)
 
+	// A patch, not an update: CAPI's own controllers write the Cluster too.
 	g.Expect(h.get(cluster)).To(Succeed())
+	paused := client.MergeFrom(cluster.DeepCopy())
 	cluster.Spec.Paused = ptr.To(true)
-	g.Expect(env.Client.Update(ctx, cluster)).To(Succeed())
+	g.Expect(env.Client.Patch(ctx, cluster, paused)).To(Succeed())
 	waitFor(h, vc, 30*time.Second, "Paused", func(vc *capvcov1.VCOCluster) bool { return conditions.IsTrue(vc, clusterv1.PausedCondition) })
 	g.Expect(env.Client.Delete(ctx, m)).To(Succeed())
 	g.Expect(env.Client.Delete(ctx, vc)).To(Succeed())
@@ -51,8 +54,9 @@ func TestPausedNeverDestroys(t *testing.T) {
 	}
 
 	g.Expect(h.get(cluster)).To(Succeed())
+	unpaused := client.MergeFrom(cluster.DeepCopy())
 	cluster.Spec.Paused = ptr.To(false)
-	g.Expect(env.Client.Update(ctx, cluster)).To(Succeed())
+	g.Expect(env.Client.Patch(ctx, cluster, unpaused)).To(Succeed())
 	h.waitGone(m, time.Minute)
 	h.waitGone(vc, time.Minute)
 	h.assertNothingLeft(nil)
