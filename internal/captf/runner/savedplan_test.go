@@ -97,6 +97,47 @@ func (f *fixture) giveSavedPlan(b *savedplan.Bundle, hash string) approval {
 	return approval{hash: hash, digest: secrets[0].Annotations[savedplan.DigestAnnotation], chunks: len(secrets), bundle: b}
 }
 
+// events lists the Events posted on the object, as "<type> <reason> <note>".
+func (f *fixture) events(ctx context.Context) []string {
+	f.t.Helper()
+	list := &corev1.EventList{}
+	must(f.t, env.Client.List(ctx, list, client.InNamespace(f.ns)))
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == "obj0" {
+			out = append(out, e.Type+" "+e.Reason+" "+e.Message)
+		}
+	}
+	return out
+}
+
+// gutModule replaces the cluster module with one that declares the same inputs and outputs but
+// no resource (its plan deletes every resource), until the returned func puts it back.
+func (f *fixture) gutModule() (restore func()) {
+	f.t.Helper()
+	dir := filepath.Join(f.dir, "module")
+	saved := map[string][]byte{}
+	for _, name := range []string{"main.tf", "outputs.tf"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		must(f.t, err)
+		saved[name] = b
+	}
+	must(f.t, os.WriteFile(filepath.Join(dir, "main.tf"), []byte(`locals {
+  endpoint = { host = "gone.capx.test", port = 6443 }
+}
+`), 0o644))
+	must(f.t, os.WriteFile(filepath.Join(dir, "outputs.tf"), []byte(`output "control_plane_endpoint" { value = local.endpoint }
+output "failure_domains" { value = [] }
+output "exports" { value = {} }
+output "health" { value = { state = "running", healthy = true, message = "", reasons = [] } }
+`), 0o644))
+	return func() {
+		for name, b := range saved {
+			must(f.t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
+		}
+	}
+}
+
 func (a approval) flags() []string {
 	return []string{"--expect-plan=" + a.hash, "--saved-plan-chunks=" + strconv.Itoa(a.chunks), "--saved-plan-digest=" + a.digest}
 }
@@ -158,8 +199,15 @@ func TestGuardedApply(t *testing.T) {
 	serial := f.state(ctx)["serial"]
 	f.vars["network_cidr"] = "10.1.0.0/16"
 	blocked := f.run(ctx, "apply", append(f.object(ctx, "tfc-obj0-apply-2"), "--inputs-hash=h2:two")...)
-	g.Expect(blocked.code).To(Equal(1))
+	// A held plan is the guard at work, not a failure: the Job succeeds and no Warning is posted
+	// (monitoring pages on failed Jobs and Warning Events).
+	g.Expect(blocked.code).To(Equal(0))
+	g.Expect(blocked.res.Held()).To(BeTrue())
 	g.Expect(blocked.res.Error.Kind).To(Equal(runresult.KindBlocked))
+	g.Expect(blocked.log).To(ContainSubstring("apply held for approval"))
+	events := f.events(ctx)
+	g.Expect(events).To(ContainElement(HavePrefix("Normal PlanHeld apply held: its plan (0 to create, 0 to update, 1 to replace, 0 to delete)")))
+	g.Expect(events).NotTo(ContainElement(HavePrefix("Warning")))
 	g.Expect(blocked.res.Error.Summary).To(ContainSubstring("module.role.terraform_data.network (replace)"))
 	g.Expect(blocked.res.Destructive).To(BeTrue())
 	g.Expect(blocked.res.Plan.Replace).To(Equal(1))
@@ -246,16 +294,18 @@ func TestApprovedApply(t *testing.T) {
 	})
 	t.Run("plan file makes other changes than its document", func(t *testing.T) {
 		// Issue 19: the approver and the hash see the saved plan's document, the apply applies its
-		// file. A saved plan whose file is another plan's (here one for 10.3.0.0/16, with the
-		// 10.1.0.0/16 plan's document) is refused before anything applies.
+		// file. A saved plan whose file is another plan's, made with the same inputs against the
+		// same state (here by a module with every resource removed: its file deletes them all),
+		// under the approved plan's document, is refused before anything applies. OpenTofu itself
+		// would apply that file: its variables and prior state are the approved plan's.
 		t.Parallel()
 		f, a := planned(t)
 		serial := f.state(ctx)["serial"]
-		f.vars["network_cidr"] = "10.3.0.0/16"
+		restore := f.gutModule()
 		f.run(ctx, "plan", f.object(ctx, "tfc-obj0-plan-9")...).ok(t)
-		other := f.approve(ctx, "tfc-obj0-plan-9", "h2:three")
+		restore()
+		other := f.approve(ctx, "tfc-obj0-plan-9", "h2:two")
 		forged := f.giveSavedPlan(&savedplan.Bundle{PlanFile: other.bundle.PlanFile, Plan: a.bundle.Plan}, a.hash)
-		f.vars["network_cidr"] = "10.1.0.0/16"
 		o := f.run(ctx, "apply", append(f.object(ctx, "tfc-obj0-apply-2"), forged.flags()...)...)
 		refused(t, f, o, serial, "plan file does not make the changes its document")
 	})
