@@ -5,7 +5,8 @@
 #   hack/toolchain.sh            the tools the default test run needs (envtest, kubectl, clusterctl, tofu, controller-gen)
 #   hack/toolchain.sh all        everything, including the node parts and CAPI for e2e
 #   hack/toolchain.sh release    what `make release-snapshot` needs: goreleaser, krew and its manifest
-#                                validator, kubectl and clusterctl
+#                                validator, kubectl, clusterctl and tofu (tofu-arm64 too for a release
+#                                of every platform: the module base image's linux/arm64 OpenTofu)
 #   hack/toolchain.sh TOOL...    just those tools; "kube" names the six Kubernetes binaries
 #
 # Idempotent: a tool whose cached binary exists is only linked. Builds print their progress and time.
@@ -20,6 +21,7 @@ bin="$root/bin"
 mkdir -p "$cache/tools" "$cache/src" "$bin" "$bin/envtest"
 export GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
 
+host_arch=$(go env GOARCH)
 kube_tools=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kube-proxy)
 default_tools=(etcd kube-apiserver kube-controller-manager kubectl tofu controller-gen capi-manager clusterctl)
 all_tools=(etcd "${kube_tools[@]}" tofu controller-gen clusterctl capi-manager)
@@ -31,7 +33,7 @@ version_of() {
   case "$1" in
     etcd) echo "$ETCD_VERSION" ;;
     kube-*|kubelet|kubectl) echo "$KUBERNETES_VERSION" ;;
-    tofu) echo "$OPENTOFU_VERSION" ;;
+    tofu|tofu-arm64) echo "$OPENTOFU_VERSION" ;;
     clusterctl|capi-manager) echo "$CAPI_VERSION" ;;
     controller-gen) echo "$CONTROLLER_TOOLS_VERSION" ;;
     goreleaser) echo "$GORELEASER_VERSION" ;;
@@ -110,6 +112,7 @@ resolve() {
   v=$(version_of "$tool")
   ldflags="-s -w"
   modflag=-mod=mod
+  goarch=$host_arch
   case "$(family_of "$tool")/$tool" in
     kube/*)
       dir=$(kube_module)
@@ -119,7 +122,9 @@ resolve() {
       dir="$cache/src/etcd-$v"
       prepare_module "$dir" "module capx.local/etcdtools" "go 1.26" "require go.etcd.io/etcd/server/v3 $v"
       pkg=go.etcd.io/etcd/server/v3 ;;
-    tofu/tofu)
+    tofu/tofu|tofu-arm64/tofu-arm64)
+      # tofu-arm64 is the same build for linux/arm64 (a cross-compile: the module is pure Go).
+      if [[ $tool == tofu-arm64 ]]; then goarch=arm64; fi
       dir="$cache/src/opentofu-$v"
       if [[ ! -f "$dir/.ready" ]]; then
         local gomod hcl
@@ -189,7 +194,7 @@ prefetch() {
         resolve "$tool" >/dev/null 2>&1 || exit 0
         pkgs+=("$pkg")
       done
-      cd "$dir" && CGO_ENABLED=0 go list "$modflag" -deps "${pkgs[@]}" >"$(deps_file "$f")" 2>/dev/null ||
+      cd "$dir" && CGO_ENABLED=0 GOARCH=$goarch go list "$modflag" -deps "${pkgs[@]}" >"$(deps_file "$f")" 2>/dev/null ||
         rm -f "$(deps_file "$f")"
     ) &
     prefetching[$f]=$!
@@ -222,7 +227,7 @@ build_family() { # family
   logf="$cache/logs/$f.log"
   rm -rf "$out_dir"; mkdir -p "$out_dir" "$cache/logs"
   if [[ ! -s $(deps_file "$f") ]]; then # the prefetch failed: list again, or show "?"
-    (cd "$dir" && CGO_ENABLED=0 go list "$modflag" -deps "${pkgs[@]}" >"$(deps_file "$f")" 2>/dev/null) ||
+    (cd "$dir" && CGO_ENABLED=0 GOARCH=$goarch go list "$modflag" -deps "${pkgs[@]}" >"$(deps_file "$f")" 2>/dev/null) ||
       rm -f "$(deps_file "$f")"
   fi
   total="?"
@@ -238,7 +243,7 @@ build_family() { # family
   ticker=$!
   # In the background and waited for, so that a signal's trap runs at once (bash defers traps
   # until a foreground command ends) and its cleanup stops the build.
-  (cd "$dir" && CGO_ENABLED=0 exec go build "$modflag" -v -trimpath -ldflags "$ldflags" -o "$out_dir/" "${pkgs[@]}") \
+  (cd "$dir" && CGO_ENABLED=0 GOARCH=$goarch exec go build "$modflag" -v -trimpath -ldflags "$ldflags" -o "$out_dir/" "${pkgs[@]}") \
     2>>"$logf" &
   wait "$!" || rc=$?
   kill "$ticker" 2>/dev/null; wait "$ticker" 2>/dev/null || true

@@ -1,64 +1,127 @@
 // Command releaseimages builds the release's container images from a goreleaser dist folder,
 // without a container engine or a registry (test/images, go-containerregistry), as OCI image
 // layouts and, beside each, the same layout as one tar file (`ctr images import --all-platforms`
-// loads it; `crane push` or `skopeo copy oci:` publish it):
+// loads it; hack/publish pushes it with its signature):
 //
 //   - capx-manager: the static manager (controllers of both providers, and the CAPTF Job runner
 //     as `manager runner`), for every linux architecture goreleaser built it for.
 //   - captf-module-base: the base image for CAPTF module authors: OpenTofu at /captf/runtime
-//     (the toolchain's static tofu, for the architectures it exists for), an empty
-//     /captf/module for the module's files, user 65532, the contract labels.
+//     (the toolchain's static tofu, one image per architecture given with -tofu), an empty
+//     /captf/module for the module's files, the contract labels.
 //
-// Both carry the OCI labels source, version, revision, licenses, title and description.
+// Both are built on test/images.BaseContent (users root and nonroot, a CA bundle, the time
+// zone database, /tmp), run as 65532, and carry the licence notices of what they ship under
+// /usr/share/doc and the OCI labels source, version, revision, licenses, title and description.
+// images.json in the output folder lists each image's name, index digest and platforms.
 //
 //	go run ./hack/releaseimages [-dist dist] [-o dist/images] [-registry ghcr.io/capx-io] \
-//	    [-tofu bin/tofu] [-tofu-version v1.12.6] [-revision COMMIT]
+//	    -tofu bin/tofu[,bin/tofu-arm64] [-tofu-version v1.12.6] [-revision COMMIT]
 package main
 
 import (
+	"bytes"
 	"debug/elf"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 
 	"github.com/capx-io/capx/hack/dist"
 	"github.com/capx-io/capx/test/images"
 )
 
+// config is what one run builds from.
+type config struct {
+	dist, out, registry string
+	tofus               []string // static tofu binaries, one per architecture
+	tofuVersion         string
+	tofuLicense         string // OpenTofu's LICENSE (MPL-2.0)
+	license             string // this project's LICENSE
+	revision            string
+}
+
 func main() {
-	distDir := flag.String("dist", "dist", "goreleaser's dist folder")
-	out := flag.String("o", filepath.Join("dist", "images"), "folder for the layouts and tarballs")
-	registry := flag.String("registry", "ghcr.io/capx-io", "registry and organisation the images are named under")
-	tofu := flag.String("tofu", filepath.Join("bin", "tofu"), "static OpenTofu binary for the module base image")
-	tofuVersion := flag.String("tofu-version", "", "OpenTofu version, for the io.captf.runtime.version label")
-	revision := flag.String("revision", "", "full commit the images are built from")
+	var c config
+	flag.StringVar(&c.dist, "dist", "dist", "goreleaser's dist folder")
+	flag.StringVar(&c.out, "o", filepath.Join("dist", "images"), "folder for the layouts, tarballs and images.json")
+	flag.StringVar(&c.registry, "registry", "ghcr.io/capx-io", "registry and organisation the images are named under")
+	tofu := flag.String("tofu", filepath.Join("bin", "tofu"), "static OpenTofu binaries for the module base image, comma-separated, one per architecture")
+	flag.StringVar(&c.tofuVersion, "tofu-version", "", "OpenTofu version, for the io.captf.runtime.version label and the licence notice")
+	flag.StringVar(&c.tofuLicense, "tofu-license", "", "OpenTofu's LICENSE file (default: from the Go module cache, github.com/opentofu/opentofu@<tofu-version>)")
+	flag.StringVar(&c.license, "license", "LICENSE", "this project's licence")
+	flag.StringVar(&c.revision, "revision", "", "full commit the images are built from")
 	flag.Parse()
-	version, err := dist.Version(*distDir)
-	if err != nil {
+	c.tofus = strings.Split(*tofu, ",")
+	if c.tofuVersion == "" {
+		fail(fmt.Errorf("-tofu-version is required (hack/versions.env's OPENTOFU_VERSION)"))
+	}
+	if c.tofuLicense == "" {
+		dir, err := moduleDir("github.com/opentofu/opentofu@" + c.tofuVersion)
+		if err != nil {
+			fail(err)
+		}
+		c.tofuLicense = filepath.Join(dir, "LICENSE")
+	}
+	if err := run(c); err != nil {
 		fail(err)
 	}
+}
+
+// Image is one entry of images.json.
+type Image struct {
+	Name string `json:"name"` // repository:tag
+	// Digest is the image index's; every platform's image is listed in it.
+	Digest    string   `json:"digest"`
+	Platforms []string `json:"platforms"`
+	// Layout is the OCI layout folder, relative to images.json.
+	Layout string `json:"layout"`
+}
+
+func run(c config) error {
+	version, err := dist.Version(c.dist)
+	if err != nil {
+		return err
+	}
+	license, err := os.ReadFile(c.license)
+	if err != nil {
+		return fmt.Errorf("the project's licence: %w", err)
+	}
+	tofuLicense, err := os.ReadFile(c.tofuLicense)
+	if err != nil {
+		return fmt.Errorf("OpenTofu's licence (MPL-2.0, shipped beside its binary): %w", err)
+	}
+	base, err := images.BaseContent()
+	if err != nil {
+		return err
+	}
+	base = append(base, images.File{Path: "/usr/share/doc/capx/LICENSE", Data: license})
 	labels := func(title, description string) map[string]string {
 		return map[string]string{
-			"org.opencontainers.image.source":      "https://github.com/capx-io/capx",
-			"org.opencontainers.image.version":     version,
-			"org.opencontainers.image.revision":    *revision,
-			"org.opencontainers.image.licenses":    "Apache-2.0",
+			"org.opencontainers.image.source":   "https://github.com/capx-io/capx",
+			"org.opencontainers.image.version":  version,
+			"org.opencontainers.image.revision": c.revision,
+			// The project's code, and the CA bundle's data (Mozilla's, MPL-2.0); the module base
+			// image's OpenTofu is MPL-2.0 too.
+			"org.opencontainers.image.licenses":    "Apache-2.0 AND MPL-2.0",
 			"org.opencontainers.image.title":       title,
 			"org.opencontainers.image.description": description,
 		}
 	}
 
-	managers, err := linuxBinaries(*distDir, "manager")
+	managers, err := linuxBinaries(c.dist, "manager")
 	if err != nil {
-		fail(err)
+		return err
 	}
-	var specs []images.Spec
+	var managerSpecs []images.Spec
 	for _, arch := range sortedKeys(managers) {
-		specs = append(specs, images.Spec{
-			Files:        []images.File{{Path: "/manager", Source: managers[arch], Mode: 0o755}},
+		managerSpecs = append(managerSpecs, images.Spec{
+			Files:        append(append([]images.File{}, base...), images.File{Path: "/manager", Source: managers[arch], Mode: 0o755}),
 			Entrypoint:   []string{"/manager"},
 			User:         images.NonRootUser,
 			Architecture: arch,
@@ -66,50 +129,89 @@ func main() {
 				"Controller manager of the CAPTF and CAPVCO Cluster API providers; `manager runner` is the CAPTF Job runner"),
 		})
 	}
-	if err := write(*out, *registry+"/capx-manager:"+version, "capx-manager", specs); err != nil {
-		fail(err)
-	}
 
-	arch, err := elfArch(*tofu)
-	if err != nil {
-		fail(fmt.Errorf("module base image: %w (hack/toolchain.sh tofu builds it)", err))
-	}
 	empty, err := os.MkdirTemp("", "captf-module-")
 	if err != nil {
-		fail(err)
+		return err
 	}
 	defer os.RemoveAll(empty)
-	base := images.TofuModule{
-		ModuleDir:      empty,
-		Runtime:        *tofu,
-		RuntimeVersion: *tofuVersion,
-		Labels: labels("captf-module-base",
-			"Base image for CAPTF module images (contract v1alpha1): OpenTofu at /captf/runtime; copy the module to /captf/module"),
+	tofuNotice := fmt.Sprintf("/captf/runtime is OpenTofu %[1]s (https://opentofu.org), under the Mozilla Public License 2.0\n"+
+		"(LICENSE beside this file). Its source: https://github.com/opentofu/opentofu/tree/%[1]s, built unchanged\n"+
+		"from the Go module github.com/opentofu/opentofu@%[1]s by hack/toolchain.sh of https://github.com/capx-io/capx.\n", c.tofuVersion)
+	var baseSpecs []images.Spec
+	seen := map[string]string{}
+	for _, tofu := range c.tofus {
+		arch, err := elfArch(tofu)
+		if err != nil {
+			return fmt.Errorf("module base image: %w (hack/toolchain.sh tofu builds it)", err)
+		}
+		if prev, dup := seen[arch]; dup {
+			return fmt.Errorf("module base image: %s and %s are both linux/%s", prev, tofu, arch)
+		}
+		seen[arch] = tofu
+		m := images.TofuModule{
+			ModuleDir:      empty,
+			Runtime:        tofu,
+			RuntimeVersion: c.tofuVersion,
+			Labels: labels("captf-module-base",
+				"Base image for CAPTF module images (contract v1alpha1): OpenTofu at /captf/runtime; copy the module to /captf/module"),
+			ExtraFiles: append(append([]images.File{}, base...),
+				images.File{Path: "/usr/share/doc/opentofu/LICENSE", Data: tofuLicense},
+				images.File{Path: "/usr/share/doc/opentofu/NOTICE", Data: []byte(tofuNotice)}),
+		}
+		spec, err := m.Spec()
+		if err != nil {
+			return err
+		}
+		spec.Architecture = arch
+		baseSpecs = append(baseSpecs, spec)
 	}
-	spec, err := base.Spec()
+	sort.Slice(baseSpecs, func(i, j int) bool { return baseSpecs[i].Architecture < baseSpecs[j].Architecture })
+
+	var built []Image
+	for _, img := range []struct {
+		name  string
+		specs []images.Spec
+	}{{"capx-manager", managerSpecs}, {"captf-module-base", baseSpecs}} {
+		b, err := write(c.out, c.registry+"/"+img.name+":"+version, img.name, img.specs)
+		if err != nil {
+			return err
+		}
+		built = append(built, b)
+	}
+	j, err := json.MarshalIndent(built, "", "  ")
 	if err != nil {
-		fail(err)
+		return err
 	}
-	spec.Architecture = arch
-	if err := write(*out, *registry+"/captf-module-base:"+version, "captf-module-base", []images.Spec{spec}); err != nil {
-		fail(err)
-	}
+	return os.WriteFile(filepath.Join(c.out, "images.json"), append(j, '\n'), 0o644)
 }
 
-func write(out, ref, name string, specs []images.Spec) error {
+func write(out, ref, name string, specs []images.Spec) (Image, error) {
 	dir := filepath.Join(out, name)
 	if err := images.WriteLayout(dir, ref, specs...); err != nil {
-		return err
+		return Image{}, err
 	}
 	if err := images.TarDir(dir, dir+".oci.tar"); err != nil {
-		return err
+		return Image{}, err
 	}
-	var archs []string
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		return Image{}, err
+	}
+	top, err := p.ImageIndex()
+	if err != nil {
+		return Image{}, err
+	}
+	m, err := top.IndexManifest()
+	if err != nil || len(m.Manifests) != 1 {
+		return Image{}, fmt.Errorf("%s: want one image index in index.json (%v)", dir, err)
+	}
+	img := Image{Name: ref, Digest: m.Manifests[0].Digest.String(), Layout: name}
 	for _, s := range specs {
-		archs = append(archs, "linux/"+s.Architecture)
+		img.Platforms = append(img.Platforms, "linux/"+s.Architecture)
 	}
-	fmt.Fprintf(os.Stderr, "releaseimages: %s (%s) in %s and %s.oci.tar\n", ref, strings.Join(archs, ", "), dir, dir)
-	return nil
+	fmt.Fprintf(os.Stderr, "releaseimages: %s@%s (%s) in %s and %s.oci.tar\n", ref, img.Digest, strings.Join(img.Platforms, ", "), dir, dir)
+	return img, nil
 }
 
 // linuxBinaries finds a build's linux binaries in goreleaser's artifact list, by GOARCH.
@@ -144,6 +246,21 @@ func elfArch(p string) (string, error) {
 		return "arm64", nil
 	}
 	return "", fmt.Errorf("%s: unsupported machine %s", p, f.Machine)
+}
+
+// moduleDir is a module's folder in the module cache (downloaded if it is not there yet).
+func moduleDir(module string) (string, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command("go", "mod", "download", "-json", module)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go mod download %s: %w: %s", module, err, strings.TrimSpace(stderr.String()+stdout.String()))
+	}
+	var m struct{ Dir string }
+	if err := json.Unmarshal(stdout.Bytes(), &m); err != nil || m.Dir == "" {
+		return "", fmt.Errorf("go mod download %s: no folder (%v)", module, err)
+	}
+	return m.Dir, nil
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -38,7 +38,8 @@ type File struct {
 	Symlink string
 	// Dir makes the entry a directory (parents of listed files are added as 0755 anyway).
 	Dir bool
-	// Mode is the permission bits; 0 means 0o644 for files and 0o755 for directories.
+	// Mode is the permission bits (and os.ModeSticky for a directory); 0 means 0o644 for files
+	// and 0o755 for directories.
 	Mode os.FileMode
 	// UID and GID own the entry; 0 (root) by default, so a non-root user cannot change it.
 	UID, GID int
@@ -222,11 +223,14 @@ func writeEntry(tw *tar.Writer, e File) error {
 	h := &tar.Header{Name: name, Uid: e.UID, Gid: e.GID, ModTime: epoch, Format: tar.FormatPAX}
 	switch {
 	case e.Dir:
-		mode := e.Mode.Perm()
+		mode := int64(e.Mode.Perm())
 		if mode == 0 {
 			mode = 0o755
 		}
-		h.Typeflag, h.Name, h.Mode = tar.TypeDir, name+"/", int64(mode)
+		if e.Mode&os.ModeSticky != 0 {
+			mode |= 0o1000 // /tmp: anyone may create, only the owner may remove
+		}
+		h.Typeflag, h.Name, h.Mode = tar.TypeDir, name+"/", mode
 		return tw.WriteHeader(h)
 	case e.Symlink != "":
 		h.Typeflag, h.Linkname, h.Mode = tar.TypeSymlink, e.Symlink, 0o777
