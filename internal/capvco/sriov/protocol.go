@@ -26,7 +26,9 @@ type AttachRequest struct {
 }
 
 // Key names the attachment: CNI identifies an attachment by container and interface.
-func (r AttachRequest) Key() AttachmentKey { return AttachmentKey{ContainerID: r.ContainerID, IfName: r.IfName} }
+func (r AttachRequest) Key() AttachmentKey {
+	return AttachmentKey{ContainerID: r.ContainerID, IfName: r.IfName}
+}
 
 // AttachmentKey identifies an attachment.
 type AttachmentKey struct {

@@ -368,4 +368,3 @@ func TestNetworkOutsideAllowList(t *testing.T) {
 		t.Errorf("NICs = %+v", nics)
 	}
 }
-
