@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/go-logr/logr"
+
 	"github.com/capx-io/capx/internal/vco"
 )
 
@@ -55,12 +57,17 @@ func Ensure(ctx context.Context, api API, knownID string, req vco.CreateCloudspa
 		return Observed{}, fmt.Errorf("ensure cloudspace %s in %s: %w", req.Name, req.Location, err)
 	}
 	o := Observed{Cloudspace: cs, Adopted: !created}
+	log := logr.FromContextOrDiscard(ctx).WithValues("cloudspace", cs.Name, "cloudspaceID", cs.ID, "location", req.Location)
+	if created {
+		log.Info("Created cloudspace")
+	}
 	if o.Adopted {
 		vms, err := api.ListVMs(ctx, cs.ID, false)
 		if err != nil {
 			return Observed{}, fmt.Errorf("list the VMs of adopted cloudspace %s: %w", cs.ID, err)
 		}
 		o.LiveVMs = len(vms)
+		log.Info("Found the cloudspace by name, not in status: adopting it", "liveVMs", o.LiveVMs)
 	}
 	return o, nil
 }
@@ -80,6 +87,9 @@ func Delete(ctx context.Context, api API, knownID, location, name string) (bool,
 		id = cs.ID
 	}
 	err := api.DeleteCloudspace(ctx, id, true)
+	if err == nil {
+		logr.FromContextOrDiscard(ctx).Info("Deleted cloudspace permanently", "cloudspace", name, "cloudspaceID", id, "location", location)
+	}
 	if err == nil || errors.Is(err, vco.ErrNotFound) {
 		return true, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,7 +58,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	c := mgr.GetClient()
 	dnsDone := make(chan event.GenericEvent, 64)
 	cp := &clusterProvider{
-		client: c, platform: opts.Platform, prober: opts.Prober, dns: dns.NewWriter(),
+		client: c, platform: opts.Platform, prober: opts.Prober, dns: dns.NewWriter(clock.RealClock{}),
 		recorder: mgr.GetEventRecorderFor("vcocluster-controller"), dnsDone: dnsDone,
 	}
 	if err := (&capi.Reconciler[*capvcov1.VCOCluster, *clusterObserved]{

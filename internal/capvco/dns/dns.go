@@ -16,6 +16,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
+
 	"github.com/capx-io/capx/internal/vco"
 )
 
@@ -62,13 +65,13 @@ type pending struct {
 
 // Writer runs the background writes. The zero value is not usable: use NewWriter.
 type Writer struct {
-	mu  sync.Mutex
-	ops map[string]*op // by record (cloudspace and domain), either way
-	now func() time.Time
+	mu    sync.Mutex
+	ops   map[string]*op // by record (cloudspace and domain), either way
+	clock clock.PassiveClock
 }
 
-// NewWriter returns a Writer.
-func NewWriter() *Writer { return &Writer{ops: map[string]*op{}, now: time.Now} }
+// NewWriter returns a Writer whose Progress.Since comes from c.
+func NewWriter(c clock.PassiveClock) *Writer { return &Writer{ops: map[string]*op{}, clock: c} }
 
 // Ensure reports whether the A record domain exists on the cloudspace and, when it does not,
 // makes sure a write is under way; notify is called when that write ends.
@@ -127,10 +130,11 @@ func (w *Writer) run(ctx context.Context, api API, cloudspaceID, domain string, 
 
 // start runs a write in the background; w.mu is held.
 func (w *Writer) start(key string, api API, ctx context.Context, cloudspaceID, domain string, want bool, notify func()) *op {
-	o := &op{want: want, started: w.now()}
+	o := &op{want: want, started: w.clock.Now()}
 	w.ops[key] = o
 	go func() {
 		err := write(ctx, api, cloudspaceID, domain, want)
+		logWrite(ctx, cloudspaceID, domain, want, err)
 		w.mu.Lock()
 		o.done, o.err = true, err
 		next := o.then
@@ -161,6 +165,21 @@ func write(ctx context.Context, api API, cloudspaceID, domain string, want bool)
 		return nil
 	}
 	return err
+}
+
+// logWrite is the one line a background write leaves: the record, which way, and how it ended.
+func logWrite(ctx context.Context, cloudspaceID, domain string, want bool, err error) {
+	log := logr.FromContextOrDiscard(ctx).WithValues("cloudspaceID", cloudspaceID, "record", domain, "type", "A")
+	switch {
+	case err != nil && want:
+		log.Error(err, "Creating DNS record failed; the next reconcile starts another write")
+	case err != nil:
+		log.Error(err, "Deleting DNS record failed; the next reconcile starts another write")
+	case want:
+		log.Info("Created DNS record")
+	default:
+		log.Info("Deleted DNS record")
+	}
 }
 
 func hasA(recs []vco.DNSRecord, domain string) bool {

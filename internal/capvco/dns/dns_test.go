@@ -8,6 +8,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/capx-io/capx/internal/capvco/dns"
 	"github.com/capx-io/capx/internal/vco"
@@ -66,7 +68,8 @@ func TestDeleteWaitsForItsCreate(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	h := newHeld(t)
-	w := dns.NewWriter()
+	started := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	w := dns.NewWriter(clocktesting.NewFakePassiveClock(started))
 	ended := make(chan struct{}, 4)
 	notify := func() { ended <- struct{}{} }
 
@@ -78,7 +81,7 @@ func TestDeleteWaitsForItsCreate(t *testing.T) {
 	p, err = w.Delete(ctx, h.api, h.cs, domain, notify)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(p.Done).To(BeFalse(), "the delete reported done while its record's create was running")
-	g.Expect(p.Since.IsZero()).To(BeFalse(), "the write under way is reported")
+	g.Expect(p.Since).To(Equal(started), "the write under way is reported, started at the writer's clock")
 
 	close(h.release)
 	g.Eventually(func() bool {
@@ -98,7 +101,7 @@ func TestEnsureAgainDropsTheQueuedDelete(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	h := newHeld(t)
-	w := dns.NewWriter()
+	w := dns.NewWriter(clock.RealClock{})
 	_, err := w.Ensure(ctx, h.api, h.cs, domain, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	<-h.inWrite

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/go-logr/logr"
+
 	"github.com/capx-io/capx/internal/capvco/decide"
 	"github.com/capx-io/capx/internal/vco"
 )
@@ -57,6 +59,9 @@ func Ensure(ctx context.Context, api API, members []Member) (Mesh, error) {
 			if err != nil && !errors.Is(err, vco.ErrConflict) {
 				return m, fmt.Errorf("link %s: %w", name, err)
 			}
+			if err == nil {
+				logr.FromContextOrDiscard(ctx).Info("Linked cloudspaces", "link", name, "cloudspaceID", a.CloudspaceID, "remoteCloudspaceID", b.CloudspaceID)
+			}
 		}
 		status, err := api.ConnectionStatus(ctx, a.CloudspaceID, b.CloudspaceID)
 		if err != nil {
@@ -76,6 +81,7 @@ const DeleteAttempts = 3
 // with 400/500 (tolerated: the cloudspace delete that follows removes them); any other error
 // stops the teardown so that it is retried.
 func Delete(ctx context.Context, api API, members []Member) (tolerated []string, err error) {
+	log := logr.FromContextOrDiscard(ctx)
 	for _, a := range members {
 		links, err := api.ListConnectedCloudspaces(ctx, a.CloudspaceID)
 		if errors.Is(err, vco.ErrNotFound) {
@@ -96,9 +102,13 @@ func Delete(ctx context.Context, api API, members []Member) (tolerated []string,
 					return tolerated, fmt.Errorf("unlink %s from %s: %w", a.Site, l.Name, derr)
 				}
 			}
+			link := fmt.Sprintf("%s<->%s", a.Site, l.Name)
 			if derr != nil {
-				tolerated = append(tolerated, fmt.Sprintf("%s<->%s", a.Site, l.Name))
+				log.Info("Leaving the link to the cloudspace delete: its delete kept failing", "link", link, "attempts", DeleteAttempts, "error", derr.Error())
+				tolerated = append(tolerated, link)
+				continue
 			}
+			log.Info("Unlinked cloudspaces", "link", link, "cloudspaceID", a.CloudspaceID, "remoteCloudspaceID", l.CloudspaceID)
 		}
 	}
 	return tolerated, nil

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/go-logr/logr"
+
 	"github.com/capx-io/capx/internal/vco"
 )
 
@@ -34,9 +36,12 @@ func AttachedTo(v vco.VM, ids []string) bool {
 func Ensure(ctx context.Context, api API, location, cloudspaceID string, vmID int, profileID string, names []string) ([]vco.VGPU, error) {
 	out := make([]vco.VGPU, 0, len(names))
 	for _, n := range names {
-		v, _, err := api.EnsureAttachedVGPU(ctx, location, cloudspaceID, vmID, profileID, n)
+		v, created, err := api.EnsureAttachedVGPU(ctx, location, cloudspaceID, vmID, profileID, n)
 		if err != nil {
 			return out, fmt.Errorf("vGPU %s: %w", n, err)
+		}
+		if created {
+			logr.FromContextOrDiscard(ctx).Info("Reserved vGPU", "vgpu", v.Name, "vgpuID", v.ID, "profileID", profileID, "vmID", vmID, "location", location)
 		}
 		out = append(out, v)
 	}
@@ -60,6 +65,7 @@ func Release(ctx context.Context, api API, location string, owned func(name stri
 			errs = append(errs, fmt.Errorf("release vGPU %s (%s): %w", v.Name, v.ID, err))
 			continue
 		}
+		logr.FromContextOrDiscard(ctx).Info("Released vGPU permanently", "vgpu", v.Name, "vgpuID", v.ID, "location", location)
 		released = append(released, v.Name)
 	}
 	return released, errors.Join(errs...)

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/go-logr/logr"
+
 	"github.com/capx-io/capx/internal/vco"
 )
 
@@ -75,6 +77,7 @@ func Ensure(ctx context.Context, viewer Viewer, publisher Publisher, images map[
 				o.Err = err
 			default:
 				o.Published = true
+				logr.FromContextOrDiscard(ctx).Info("Published image with the operator credential", "imageID", id, "location", loc)
 				if o.Visible, err = sees(ctx, viewer, loc, id); err != nil {
 					return out, err
 				}

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/go-logr/logr"
+
 	"github.com/capx-io/capx/internal/capvco/decide"
 	"github.com/capx-io/capx/internal/vco"
 )
@@ -36,17 +38,24 @@ func Ensure(ctx context.Context, api API, cloudspaceID, name, address string, po
 		}
 		// Changed or deleted out of band: converge by name below.
 	}
-	pool, _, err := api.EnsureServerPool(ctx, cloudspaceID, name, "control-plane API servers (CAPVCO keeps the members healthy)")
+	log := logr.FromContextOrDiscard(ctx).WithValues("cloudspaceID", cloudspaceID, "name", name)
+	pool, created, err := api.EnsureServerPool(ctx, cloudspaceID, name, "control-plane API servers (CAPVCO keeps the members healthy)")
 	if err != nil {
 		return vco.LoadBalancer{}, vco.ServerPool{}, fmt.Errorf("ensure server pool %s: %w", name, err)
 	}
-	lb, _, err := api.EnsureLoadBalancer(ctx, cloudspaceID, vco.LoadBalancerSpec{
+	if created {
+		log.Info("Created server pool", "serverPoolID", pool.ID)
+	}
+	lb, created, err := api.EnsureLoadBalancer(ctx, cloudspaceID, vco.LoadBalancerSpec{
 		Name: name, Description: "Kubernetes API (CAPVCO)", Type: "TCP",
 		FrontEnd: vco.LBFrontEnd{Port: port, IPAddress: address},
 		BackEnd:  vco.LBBackEnd{ServerPoolID: pool.ID, TargetPort: decide.DefaultAPIServerPort},
 	})
 	if err != nil {
 		return vco.LoadBalancer{}, vco.ServerPool{}, fmt.Errorf("ensure load balancer %s: %w", name, err)
+	}
+	if created {
+		log.Info("Created load balancer", "loadBalancerID", lb.ID, "address", address, "port", port)
 	}
 	return lb, pool, nil
 }
@@ -55,6 +64,7 @@ func Ensure(ctx context.Context, api API, cloudspaceID, name, address string, po
 // steady pool costs no call.
 func SyncMembers(ctx context.Context, api API, cloudspaceID string, pool vco.ServerPool, healthy []string) ([]string, error) {
 	add, remove := decide.PoolDelta(pool.Hosts, healthy)
+	log := logr.FromContextOrDiscard(ctx).WithValues("cloudspaceID", cloudspaceID, "serverPoolID", pool.ID)
 	members := map[string]bool{}
 	for _, h := range pool.Hosts {
 		members[h.Address] = true
@@ -65,6 +75,7 @@ func SyncMembers(ctx context.Context, api API, cloudspaceID string, pool vco.Ser
 			errs = append(errs, fmt.Errorf("remove %s from pool %s: %w", h.Address, pool.ID, err))
 			continue
 		}
+		log.Info("Removed server pool member", "address", h.Address)
 		if !slices.ContainsFunc(pool.Hosts, func(o vco.PoolHost) bool { return o.ID != h.ID && o.Address == h.Address }) {
 			delete(members, h.Address)
 		}
@@ -74,6 +85,7 @@ func SyncMembers(ctx context.Context, api API, cloudspaceID string, pool vco.Ser
 			errs = append(errs, fmt.Errorf("add %s to pool %s: %w", a, pool.ID, err))
 			continue
 		}
+		log.Info("Added server pool member", "address", a)
 		members[a] = true
 	}
 	out := make([]string, 0, len(members))
@@ -87,35 +99,38 @@ func SyncMembers(ctx context.Context, api API, cloudspaceID string, pool vco.Ser
 // Delete deletes every load balancer and pool called name in the cloudspace. gone=true when
 // none is left.
 func Delete(ctx context.Context, api API, cloudspaceID, name string) (bool, error) {
+	log := logr.FromContextOrDiscard(ctx).WithValues("cloudspaceID", cloudspaceID, "name", name)
 	lbs, err := api.ListLoadBalancers(ctx, cloudspaceID)
 	if err != nil {
-		return false, notFoundIsGone(err)
+		return goneIfNotFound(err)
 	}
 	for _, lb := range lbs {
 		if lb.Name == name {
 			if err := api.DeleteLoadBalancer(ctx, cloudspaceID, lb.ID); err != nil && !errors.Is(err, vco.ErrNotFound) {
 				return false, fmt.Errorf("delete load balancer %s: %w", lb.ID, err)
 			}
+			log.Info("Deleted load balancer", "loadBalancerID", lb.ID)
 		}
 	}
 	pools, err := api.ListServerPools(ctx, cloudspaceID)
 	if err != nil {
-		return false, notFoundIsGone(err)
+		return goneIfNotFound(err)
 	}
 	for _, p := range pools {
 		if p.Name == name {
 			if err := api.DeleteServerPool(ctx, cloudspaceID, p.ID); err != nil && !errors.Is(err, vco.ErrNotFound) {
 				return false, fmt.Errorf("delete server pool %s: %w", p.ID, err)
 			}
+			log.Info("Deleted server pool", "serverPoolID", p.ID)
 		}
 	}
 	return true, nil
 }
 
-// notFoundIsGone: a cloudspace that is gone has no load balancer left.
-func notFoundIsGone(err error) error {
+// goneIfNotFound: a cloudspace that is gone has no load balancer left.
+func goneIfNotFound(err error) (bool, error) {
 	if errors.Is(err, vco.ErrNotFound) {
-		return nil
+		return true, nil
 	}
-	return err
+	return false, err
 }

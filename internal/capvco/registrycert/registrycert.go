@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"github.com/capx-io/capx/internal/vco"
 )
 
@@ -101,6 +103,7 @@ func Ensure(ctx context.Context, api API, c Certificate) (Action, error) {
 		if _, err := api.UploadCertificate(ctx, c.certPEM, c.keyPEM); err != nil {
 			return "", fmt.Errorf("upload the %s: %w", c, err)
 		}
+		logr.FromContextOrDiscard(ctx).Info("Uploaded registry certificate to the SSL certificate store", "domain", c.Domain, "sha256", c.Fingerprint)
 		return Uploaded, nil
 	case err != nil:
 		return "", fmt.Errorf("read the store's certificate for %s: %w", c.Domain, err)
@@ -111,6 +114,7 @@ func Ensure(ctx context.Context, api API, c Certificate) (Action, error) {
 	if _, err := api.ReplaceCertificate(ctx, c.Domain, c.certPEM, c.keyPEM); err != nil {
 		return "", fmt.Errorf("replace the store's certificate for %s with the %s: %w", c.Domain, c, err)
 	}
+	logr.FromContextOrDiscard(ctx).Info("Replaced registry certificate in the SSL certificate store", "domain", c.Domain, "sha256", c.Fingerprint)
 	return Replaced, nil
 }
 
@@ -130,6 +134,7 @@ func Delete(ctx context.Context, api API, c Certificate) (bool, error) {
 	if err := api.DeleteCertificate(ctx, c.Domain); err != nil && !errors.Is(err, vco.ErrNotFound) {
 		return false, fmt.Errorf("delete the store's certificate for %s: %w", c.Domain, err)
 	}
+	logr.FromContextOrDiscard(ctx).Info("Deleted registry certificate from the SSL certificate store", "domain", c.Domain, "sha256", c.Fingerprint)
 	return true, nil
 }
 

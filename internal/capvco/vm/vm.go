@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/go-logr/logr"
+
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 	"github.com/capx-io/capx/internal/vco"
 )
@@ -50,9 +52,12 @@ func Get(ctx context.Context, api API, cloudspaceID string, knownID int) (vco.VM
 
 // Ensure finds the VM named req.Name or creates it.
 func Ensure(ctx context.Context, api API, cloudspaceID string, req vco.CreateVMRequest) (vco.VM, error) {
-	v, _, err := api.EnsureVM(ctx, cloudspaceID, req)
+	v, created, err := api.EnsureVM(ctx, cloudspaceID, req)
 	if err != nil {
 		return vco.VM{}, fmt.Errorf("ensure VM %s: %w", req.Name, err)
+	}
+	if created {
+		logr.FromContextOrDiscard(ctx).Info("Created VM", "vm", v.Name, "vmID", v.ID, "cloudspaceID", cloudspaceID)
 	}
 	return v, nil
 }
@@ -109,6 +114,10 @@ func deleteOne(ctx context.Context, api API, cloudspaceID string, v vco.VM) erro
 		}
 	}
 	err := api.DeleteVM(ctx, cloudspaceID, v.ID, vco.DeleteVMOptions{Permanently: true, DetachGPU: true})
+	if err == nil {
+		logr.FromContextOrDiscard(ctx).Info("Deleted VM permanently", "vm", v.Name, "vmID", v.ID, "cloudspaceID", cloudspaceID,
+			"fromRecycleBin", inRecycleBin(v.Status))
+	}
 	if err == nil || errors.Is(err, vco.ErrNotFound) {
 		return nil
 	}
