@@ -96,6 +96,7 @@ type Sim struct {
 	vgpuListHook VGPUListHook // SetVGPUListHook; guarded by mu
 	diskDevices  DiskDevices  // SetDiskDevices; guarded by mu
 	nicDevices   NICDevices   // SetNICDevices; guarded by mu
+	vmHost       VMHost       // SetVMHost; guarded by mu
 }
 
 // RequestRecord is one served request, for tests that assert what a caller did.

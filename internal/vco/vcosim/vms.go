@@ -154,6 +154,7 @@ func (s *Sim) createVM(c *call) (any, error) {
 		vm.Status = statusHalted
 		if start {
 			vm.Status = statusRunning
+			s.vmRunning(vm)
 		}
 	}
 	return map[string]int{"vm_id": vm.ID}, nil
@@ -347,7 +348,10 @@ func (s *Sim) startVM(c *call) (any, error) {
 	if vm.Status == statusDeleted {
 		return nil, badRequest("Bad Request: Virtual machine %d is deleted", vm.ID)
 	}
-	vm.Status = statusRunning // starting a running VM is a no-op, as on the platform
+	if vm.Status != statusRunning { // starting a running VM is a no-op, as on the platform
+		vm.Status = statusRunning
+		s.vmRunning(vm)
+	}
 	return success(), nil
 }
 
@@ -362,6 +366,9 @@ func (s *Sim) stopVM(c *call) (any, error) {
 	}
 	if vm.Status == statusDeleted {
 		return nil, badRequest("Bad Request: Virtual machine %d is deleted", vm.ID)
+	}
+	if vm.Status == statusRunning {
+		s.vmStopped(vm)
 	}
 	vm.Status = statusHalted
 	return success(), nil
@@ -399,6 +406,9 @@ func (s *Sim) deleteVM(c *call) (any, error) {
 		s.destroyVM(vm, detachDisks)
 		return success(), nil
 	}
+	if vm.Status == statusRunning {
+		s.vmStopped(vm)
+	}
 	now := float64(c.now().Unix())
 	vm.Status, vm.DeletedAt, vm.Updated = statusDeleted, &now, now
 	return success(), nil
@@ -407,6 +417,9 @@ func (s *Sim) deleteVM(c *call) (any, error) {
 // destroyVM removes a VM for good: its disks go with it unless detached, attached vGPUs are
 // detached (and keep billing), port forwards and group memberships disappear.
 func (s *Sim) destroyVM(vm *VM, detachDisks bool) {
+	if vm.Status != statusDestroyed {
+		s.vmDestroyed(vm)
+	}
 	now := s.opts.Now().Unix()
 	for _, d := range s.vmDisks(vm) {
 		if detachDisks && d.ID != vm.BootDiskID {
