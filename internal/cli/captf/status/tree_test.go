@@ -2,7 +2,6 @@ package status
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,24 +11,8 @@ import (
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/cli/cmdutil"
+	"github.com/capx-io/capx/internal/testenv/golden"
 )
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if os.Getenv("UPDATE_GOLDEN") != "" {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (UPDATE_GOLDEN=1 writes it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs (UPDATE_GOLDEN=1 rewrites it); got:\n%s", path, got)
-	}
-}
 
 var now = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
@@ -92,7 +75,7 @@ func TestTreeGolden(t *testing.T) {
 			if !tc.colour && bytes.Contains(b.Bytes(), []byte("\x1b[")) {
 				t.Fatal("escape codes with colour off")
 			}
-			golden(t, tc.golden, b.Bytes())
+			golden.Assert(t, filepath.Join("testdata", tc.golden), b.Bytes())
 		})
 	}
 }

@@ -3,7 +3,6 @@ package adoption_test
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/capx-io/capx/internal/cli/capvco/adoption"
 	"github.com/capx-io/capx/internal/cli/cmdutil"
 	"github.com/capx-io/capx/internal/testenv"
+	"github.com/capx-io/capx/internal/testenv/golden"
 )
 
 var env *testenv.Env
@@ -75,7 +75,7 @@ func TestAdoption(t *testing.T) {
 	if code != cmdutil.ExitFound {
 		t.Fatalf("shop: exit %d", code)
 	}
-	golden(t, "adoption-shop", out)
+	golden.Assert(t, filepath.Join("testdata", "adoption-shop.golden"), []byte(out))
 	out, code = run(t, ns, "shop", "-o", "json")
 	if code != cmdutil.ExitFound {
 		t.Fatalf("shop: exit %d\n%s", code, out)
@@ -102,21 +102,5 @@ func TestAdoption(t *testing.T) {
 	out, code = run(t, ns, "calm", "--compare-kubeconfig", other.KubeconfigPath)
 	if code != cmdutil.ExitFound || !strings.Contains(out, "SharedCloudspace: cloudspace capvco_adopt_calm_primary in nl-rmd-dc01-001 is mapped by VCOCluster adopt/calm (site primary) and by VCOCluster adopt/calm in "+other.KubeconfigPath) {
 		t.Fatalf("compare: exit %d\n%s", code, out)
-	}
-}
-
-var update = flag.Bool("update", false, "rewrite the golden files")
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		must(t, os.MkdirAll("testdata", 0o755))
-		must(t, os.WriteFile(path, []byte(got), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	must(t, err)
-	if got != string(want) {
-		t.Fatalf("%s differs from %s (-update to accept):\n%s", name, path, got)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,10 +18,9 @@ import (
 	"github.com/capx-io/capx/internal/cli/cmdutil"
 	engine "github.com/capx-io/capx/internal/gpucheck"
 	"github.com/capx-io/capx/internal/gpucheck/gpuchecktest"
+	"github.com/capx-io/capx/internal/testenv/golden"
 	"github.com/capx-io/capx/internal/vco/vcosim"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 type result struct {
 	code        cmdutil.ExitCode
@@ -80,26 +78,6 @@ func run(t *testing.T, f *gpuchecktest.Fixture, o runOpts, args ...string) resul
 	return result{code: code, out: out.String(), errOut: errOut.String()}
 }
 
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from %s (run with -update to accept):\n--- got\n%s\n--- want\n%s", name, path, got, want)
-	}
-}
-
 func wantCode(t *testing.T, r result, code cmdutil.ExitCode) {
 	t.Helper()
 	if r.code != code {
@@ -114,7 +92,7 @@ func TestSeedCommandVerbatim(t *testing.T) {
 	t.Run("management cluster", func(t *testing.T) {
 		r := run(t, f, runOpts{kube: true}, "-location", gpuchecktest.Loc, "-orphans")
 		wantCode(t, r, cmdutil.ExitFound)
-		golden(t, "orphans", r.out)
+		golden.Assert(t, filepath.Join("testdata", "orphans.golden"), []byte(r.out))
 		if r.errOut != "" {
 			t.Fatalf("stderr: %s", r.errOut)
 		}
@@ -122,7 +100,7 @@ func TestSeedCommandVerbatim(t *testing.T) {
 	t.Run("names only", func(t *testing.T) {
 		r := run(t, f, runOpts{}, "-location", gpuchecktest.Loc, "-orphans")
 		wantCode(t, r, cmdutil.ExitFound)
-		golden(t, "orphans-unverified", r.out)
+		golden.Assert(t, filepath.Join("testdata", "orphans-unverified.golden"), []byte(r.out))
 		if !strings.Contains(r.errOut, "Warning: ownership not checked: the management cluster could not be asked") {
 			t.Fatalf("no warning that ownership was not checked: %q", r.errOut)
 		}
@@ -130,7 +108,7 @@ func TestSeedCommandVerbatim(t *testing.T) {
 	t.Run("every class", func(t *testing.T) {
 		r := run(t, f, runOpts{kube: true}, "-location="+gpuchecktest.Loc, "--all")
 		wantCode(t, r, cmdutil.ExitFound)
-		golden(t, "all", r.out)
+		golden.Assert(t, filepath.Join("testdata", "all.golden"), []byte(r.out))
 	})
 }
 

@@ -3,6 +3,7 @@ package gpucheck_test
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/capx-io/capx/internal/cli/cmdutil"
 	engine "github.com/capx-io/capx/internal/gpucheck"
 	"github.com/capx-io/capx/internal/gpucheck/gpuchecktest"
+	"github.com/capx-io/capx/internal/testenv/golden"
 	"github.com/capx-io/capx/internal/vco/vcosim"
 )
 
@@ -64,7 +66,7 @@ func TestReleaseOnATerminal(t *testing.T) {
 	}
 	r := run(t, f, runOpts{kube: true, tty: true, stdin: &answer{tricks: tricks, text: "yes\n"}}, "release", "-location", gpuchecktest.Loc, "--include-renamed")
 	wantCode(t, r, cmdutil.ExitFound) // the attached-foreign orphans and the skipped ones remain
-	golden(t, "release-tty", r.out)
+	golden.Assert(t, filepath.Join("testdata", "release-tty.golden"), []byte(r.out))
 	for _, c := range gpuchecktest.Cases {
 		if (c.Releasable || c.Needs != "") && !strings.Contains(r.errOut, f.IDs[c.Label]) {
 			t.Errorf("the question does not name %s (%s):\n%s", c.Label, f.IDs[c.Label], r.errOut)

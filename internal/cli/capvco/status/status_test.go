@@ -3,7 +3,6 @@ package status_test
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,13 +17,12 @@ import (
 	"github.com/capx-io/capx/internal/cli/capvco/status"
 	"github.com/capx-io/capx/internal/cli/cmdutil"
 	"github.com/capx-io/capx/internal/testenv"
+	"github.com/capx-io/capx/internal/testenv/golden"
 )
 
 var env *testenv.Env
 
 func TestMain(m *testing.M) { os.Exit(testenv.Run(m, testenv.Options{}, &env)) }
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 func must(t *testing.T, err error) {
 	t.Helper()
@@ -108,16 +106,7 @@ func TestStatusTree(t *testing.T) {
 	if code != cmdutil.ExitOK {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
-	path := filepath.Join("testdata", "status.golden")
-	if *update {
-		must(t, os.MkdirAll("testdata", 0o755))
-		must(t, os.WriteFile(path, []byte(out), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	must(t, err)
-	if out != string(want) {
-		t.Fatalf("status differs from %s (-update to accept):\n%s", path, out)
-	}
+	golden.Assert(t, filepath.Join("testdata", "status.golden"), []byte(out))
 
 	js, code := run(t, ns, "prod", "-o", "json")
 	if code != cmdutil.ExitOK {

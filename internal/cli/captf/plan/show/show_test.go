@@ -12,25 +12,8 @@ import (
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/captf/planview"
 	"github.com/capx-io/capx/internal/cli/cmdutil"
+	"github.com/capx-io/capx/internal/testenv/golden"
 )
-
-// golden compares got with testdata/<name>; UPDATE_GOLDEN=1 rewrites the file.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if os.Getenv("UPDATE_GOLDEN") != "" {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (UPDATE_GOLDEN=1 writes it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs (UPDATE_GOLDEN=1 rewrites it); got:\n%s", path, got)
-	}
-}
 
 func testPlan(t testing.TB) *Plan {
 	b, err := os.ReadFile("testdata/plan.json")
@@ -69,7 +52,7 @@ func TestRenderGolden(t *testing.T) {
 			if !tc.colour && bytes.Contains(b.Bytes(), []byte("\x1b[")) {
 				t.Fatal("escape codes with colour off")
 			}
-			golden(t, tc.golden, b.Bytes())
+			golden.Assert(t, filepath.Join("testdata", tc.golden), b.Bytes())
 		})
 	}
 }
@@ -81,7 +64,7 @@ func TestRenderWithoutView(t *testing.T) {
 	p.Job = "captf-c-web-plan-a1-123456"
 	var b bytes.Buffer
 	Render(&b, cmdutil.NewStyles(&b, false), "kubectl captf", p, true)
-	golden(t, "plan-noview.golden", b.Bytes())
+	golden.Assert(t, filepath.Join("testdata", "plan-noview.golden"), b.Bytes())
 	if !p.HasChanges() {
 		t.Fatal("a summary with counts has changes")
 	}
