@@ -39,6 +39,10 @@ build: ## Build every binary into bin/ (static, version-stamped).
 test: toolchain ## Run every test (unit, envtest, real OpenTofu); builds the toolchain first if missing.
 	bash hack/gotest.sh -timeout 30m $(GO_TEST_FLAGS) ./...
 
+.PHONY: update-golden
+update-golden: ## Rewrite every golden file under testdata/ from the code (internal/testenv/golden), then review the diff.
+	UPDATE_GOLDEN=1 go test -count=1 $$(grep -rl --include='*_test.go' 'testenv/golden"' . | xargs -n1 dirname | sort -u)
+
 .PHONY: test-race
 test-race: toolchain ## The tests with the race detector.
 	go test -race $(GO_TEST_FLAGS) ./...

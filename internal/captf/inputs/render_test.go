@@ -6,9 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,31 +18,8 @@ import (
 
 	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/jobs"
+	"github.com/capx-io/capx/internal/testenv/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata (or set UPDATE_GOLDEN=1)")
-
-// golden compares got with testdata/<name>, or rewrites the file when asked to.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update || os.Getenv("UPDATE_GOLDEN") == "1" {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file: %v (create it with UPDATE_GOLDEN=1 go test ./internal/captf/inputs)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the rendered output (rewrite with UPDATE_GOLDEN=1 if the change is intended):\n--- got\n%s", path, got)
-	}
-}
 
 func raw(s string) json.RawMessage { return json.RawMessage(s) }
 
@@ -112,9 +87,9 @@ func TestRenderGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, filepath.Join(string(role), contract.RootModuleFile), r.MainTF)
-			golden(t, filepath.Join(string(role), contract.VarsFile), r.TFVars)
-			golden(t, filepath.Join(string(role), "hashes.txt"), []byte(r.Hash+"\n"))
+			golden.Assert(t, filepath.Join("testdata", string(role), contract.RootModuleFile), r.MainTF)
+			golden.Assert(t, filepath.Join("testdata", string(role), contract.VarsFile), r.TFVars)
+			golden.Assert(t, filepath.Join("testdata", string(role), "hashes.txt"), []byte(r.Hash+"\n"))
 		})
 	}
 }

@@ -1,9 +1,6 @@
 package jobs
 
 import (
-	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,28 +13,8 @@ import (
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/captf/contract"
+	"github.com/capx-io/capx/internal/testenv/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata (or set UPDATE_GOLDEN=1)")
-
-// golden compares got with testdata/<name>, or rewrites the file when asked to.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update || os.Getenv("UPDATE_GOLDEN") == "1" {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file: %v (create it with UPDATE_GOLDEN=1 go test ./internal/captf/jobs)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the built Job (rewrite with UPDATE_GOLDEN=1 if the change is intended):\n--- got\n%s", path, got)
-	}
-}
 
 // params are one Job of each operation for a machine pool, as the reconciler would ask.
 func params() map[string]Params {
@@ -91,7 +68,7 @@ func TestBuildGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, op+".yaml", b)
+			golden.Assert(t, filepath.Join("testdata", op+".yaml"), b)
 		})
 	}
 }

@@ -1,8 +1,8 @@
 // Package golden compares a test's output with a file kept under testdata, the one way every
 // golden test in this repository does it.
 //
-// UPDATE_GOLDEN=1 rewrites the files instead of comparing (`UPDATE_GOLDEN=1 go test ./...`
-// rewrites every package's). It is an environment variable rather than a flag because
+// UPDATE_GOLDEN=1 rewrites the files instead of comparing (`make update-golden` sets it for
+// every package with golden tests). It is an environment variable rather than a flag because
 // `go test ./... -update` fails in every package that does not define the flag, while the
 // environment reaches each test binary.
 package golden
