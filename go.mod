@@ -39,6 +39,7 @@ require (
 	k8s.io/component-base v0.36.3
 	k8s.io/controller-manager v0.36.3
 	k8s.io/klog/v2 v2.140.0
+	k8s.io/kubelet v0.36.3
 	k8s.io/mount-utils v0.36.3
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 	sigs.k8s.io/cluster-api v1.14.2
