@@ -106,6 +106,9 @@ func (t *tokenSource) get(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("vco: the JWT expired at %s and cannot be renewed: set %q (and %q/%q) in the credentials: %w",
 			t.exp.UTC().Format(time.RFC3339), SecretKeyIAMURL, SecretKeyClientID, SecretKeyClientSecret, ErrUnauthorized)
 	}
+	if err := errors.Join(errs...); errors.Is(err, ErrUntrustedCertificate) {
+		return "", fmt.Errorf("vco: cannot obtain a token: %w", err) // the credential may be right: the certificate is the problem
+	}
 	return "", fmt.Errorf("vco: cannot obtain a token: %w: %w", errors.Join(errs...), ErrUnauthorized)
 }
 
@@ -151,6 +154,9 @@ func (t *tokenSource) fetch(ctx context.Context, method, path string, form url.V
 		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
 	resp, err := t.http.Do(req)
+	if terr := untrustedCertificate(err); terr != nil {
+		return "", fmt.Errorf("IAM: %w", terr)
+	}
 	if err != nil {
 		return "", stripURL(err)
 	}

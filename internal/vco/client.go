@@ -131,6 +131,13 @@ func newClient(creds Credentials, opts Options, m *metrics) (*Client, error) {
 	if err := checkEndpoints(creds, opts); err != nil {
 		return nil, err
 	}
+	if len(creds.CABundle) > 0 {
+		hc, err := withCABundle(opts.HTTPClient, creds.CABundle)
+		if err != nil {
+			return nil, fmt.Errorf("vco: invalid credentials: %w", err)
+		}
+		opts.HTTPClient = hc
+	}
 	if creds.JWT != "" {
 		if _, err := tokenExpiry(creds.JWT); err != nil {
 			return nil, fmt.Errorf("vco: invalid credentials: %q: %w", SecretKeyJWT, err)
@@ -167,7 +174,7 @@ func NewFactory(opts Options) *Factory {
 // Client returns the client for these credentials, creating it on first use.
 func (f *Factory) Client(creds Credentials) (*Client, error) {
 	h := sha256.New()
-	for _, part := range []string{creds.URL, creds.Customer, creds.JWT, creds.ClientID, creds.ClientSecret, creds.IAMURL} {
+	for _, part := range []string{creds.URL, creds.Customer, creds.JWT, creds.ClientID, creds.ClientSecret, creds.IAMURL, string(creds.CABundle)} {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}
@@ -338,6 +345,9 @@ func (c *Client) attempt(ctx context.Context, o op, target string, body []byte) 
 	resp, err := c.opts.HTTPClient.Do(req)
 	if errors.Is(err, errRefusedAddress) {
 		return 0, nil, 0, fmt.Errorf("vco: %s (%s %s): %w", o.name, o.method, o.path, stripURL(err)) // no retry can help
+	}
+	if terr := untrustedCertificate(err); terr != nil {
+		return 0, nil, 0, fmt.Errorf("vco: %s (%s %s): %w", o.name, o.method, o.path, terr) // no retry can help
 	}
 	if err != nil {
 		return 0, nil, 0, &unavailableError{op: o, err: stripURL(err)}

@@ -39,6 +39,8 @@ type Credentials struct {
 	// IAMURL is the token service base, e.g. https://iam.example.com; it is needed for client
 	// credentials and for refreshing a JWT before it expires.
 	IAMURL string
+	// CABundle is PEM CA certificates trusted for url and iamURL besides the system's (tls.go).
+	CABundle []byte
 }
 
 // errAllowHTTPKey names both programs' flags: the Secret is read by the manager and by the
@@ -54,6 +56,7 @@ func CredentialsFromSecret(data map[string][]byte) (Credentials, error) {
 		URL: strings.TrimSpace(string(data[SecretKeyURL])), Customer: strings.TrimSpace(string(data[SecretKeyCustomer])),
 		JWT: strings.TrimSpace(string(data[SecretKeyJWT])), ClientID: strings.TrimSpace(string(data[SecretKeyClientID])),
 		ClientSecret: strings.TrimSpace(string(data[SecretKeyClientSecret])), IAMURL: strings.TrimSpace(string(data[SecretKeyIAMURL])),
+		CABundle: data[SecretKeyCABundle],
 	}
 	err := c.Validate()
 	if _, ok := data[SecretKeyAllowHTTP]; ok {
@@ -87,6 +90,11 @@ func (c Credentials) Validate() error {
 		errs = append(errs, fmt.Errorf("%q and %q must be set together", SecretKeyClientID, SecretKeyClientSecret))
 	case hasClient && c.IAMURL == "":
 		errs = append(errs, fmt.Errorf("%q is needed to exchange client credentials for a token", SecretKeyIAMURL))
+	}
+	if len(c.CABundle) > 0 {
+		if _, err := parseCABundle(c.CABundle); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("vco: invalid credentials: %w", errors.Join(errs...))
