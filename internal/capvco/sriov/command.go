@@ -33,6 +33,8 @@ type options struct {
 	networks       []int
 	socket         string
 	stateDir       string
+	installPlugin  string
+	cniBinDir      string
 }
 
 // NewCommand is the capvco-sriov-agent command. It serves until ctx ends.
@@ -61,12 +63,19 @@ the cluster's. docs/capvco/sriov.md describes it and what a node can read.`,
 	f.IntSliceVar(&o.networks, "external-network-id", nil, "an external network Pods may get NICs on (repeatable); empty allows any of the location's")
 	f.StringVar(&o.socket, "socket", DefaultSocket, "the unix socket the CNI plugin calls")
 	f.StringVar(&o.stateDir, "state-dir", "/var/lib/capvco-sriov", "where attachments are recorded, so a restarted agent still detaches them")
+	f.StringVar(&o.installPlugin, "install-cni-plugin", "", "the capvco-sriov plugin binary to copy into --cni-bin-dir at start (the DaemonSet passes the image's /capvco-sriov); empty installs nothing")
+	f.StringVar(&o.cniBinDir, "cni-bin-dir", "/opt/cni/bin", "the node's CNI plugin directory, where --install-cni-plugin puts the plugin")
 	return cmd
 }
 
 func (o options) run(ctx context.Context) error {
 	if len(o.cloudspaces) == 0 {
 		return errors.New("--cloudspace-id is required: name every cloudspace of the cluster")
+	}
+	if o.installPlugin != "" {
+		if err := InstallPlugin(o.installPlugin, o.cniBinDir); err != nil {
+			return err
+		}
 	}
 	creds, err := config.Config{CredentialsDir: o.credentialsDir}.Credentials()
 	if err != nil {
