@@ -30,7 +30,8 @@ const (
 	// does not exist; no Job starts, since its Pod could not start either.
 	CredentialsNotFoundReason = "CredentialsNotFound"
 
-	// ApplyJobSucceededCondition reports the newest apply (or destroy).
+	// ApplyJobSucceededCondition reports the newest apply (or destroy). A refresh or drift check
+	// applies nothing and leaves it as it was.
 	ApplyJobSucceededCondition = "ApplyJobSucceeded"
 	// ApplySucceededReason: the newest apply succeeded.
 	ApplySucceededReason = "ApplySucceeded"

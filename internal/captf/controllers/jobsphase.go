@@ -60,7 +60,7 @@ func (r *provider[T]) bookkeep(ctx context.Context, p *pass[T]) error {
 		if err != nil {
 			return err
 		}
-		res := runResult(phase, outcome)
+		res := runResult(captfv1.Operation(job.Labels[captfv1.OperationLabel]), phase, outcome)
 		if err := r.recordRun(ctx, p, job, res, outcome); err != nil {
 			return fmt.Errorf("record Job %s: %w", job.Name, err)
 		}
@@ -109,9 +109,17 @@ func answersRestore(j *batchv1.Job, serial string) bool {
 		j.Annotations[captfv1.RestoreSerialAnnotation] == serial && j.Annotations[withdrawnAnnotation] == ""
 }
 
-// runResult classifies a finished Job.
-func runResult(phase jobs.Phase, o jobs.Outcome) captfv1.RunResult {
+// runResult classifies a finished Job of op. A held plan ends its Job successfully (the runner
+// exits 0 for it; runners before that failed the Job): its result says it was held. So an apply
+// Job that completed without a readable result may have applied nothing: recording it as a
+// success would mark the state as carrying inputs it never got. It counts as failed and is
+// retried (an apply that did succeed plans nothing the second time).
+func runResult(op captfv1.Operation, phase jobs.Phase, o jobs.Outcome) captfv1.RunResult {
 	switch {
+	case o.Result != nil && o.Result.Held():
+		return captfv1.RunBlocked
+	case phase == jobs.PhaseSucceeded && o.Result == nil && op == captfv1.OperationApply:
+		return captfv1.RunFailed
 	case phase == jobs.PhaseSucceeded:
 		return captfv1.RunSucceeded
 	case phase == jobs.PhaseDeadlineExceeded:
@@ -203,11 +211,19 @@ func ptrOr(p *int64) int64 {
 	return *p
 }
 
-// event reports a finished Job on the object: Normal when it did its work, Warning otherwise.
+// event reports a finished Job on the object: Normal when it did its work or held its plan for
+// approval, Warning otherwise.
 func (r *provider[T]) event(p *pass[T], job *batchv1.Job, s *captfv1.RunSummary) {
 	kind, reason := corev1.EventTypeNormal, "JobSucceeded"
 	msg := fmt.Sprintf("%s Job %s succeeded", s.Operation, job.Name)
-	if s.Result != captfv1.RunSucceeded {
+	switch s.Result {
+	case captfv1.RunSucceeded:
+	case captfv1.RunBlocked:
+		// A held plan is the guard working, not a failure: it waits for a decision (the
+		// PlanReady Event names the TerraformPlan).
+		reason = "JobBlocked"
+		msg = fmt.Sprintf("%s Job %s held its plan for approval: it deletes or replaces resources; nothing was changed", s.Operation, job.Name)
+	default:
 		kind, reason = corev1.EventTypeWarning, "Job"+string(s.Result)
 		msg = fmt.Sprintf("%s Job %s: %s", s.Operation, job.Name, s.Result)
 		// Events are readable by many who cannot read Secrets: never the runtime's output, which
@@ -215,7 +231,8 @@ func (r *provider[T]) event(p *pass[T], job *batchv1.Job, s *captfv1.RunSummary)
 		if s.Error != nil {
 			msg += fmt.Sprintf(" at step %s (%s); the error is in status.lastRun.error", runresult.Head(s.Error.Step, 32), runresult.Head(s.Error.Kind, 32))
 		}
-	} else if s.Changes != nil {
+	}
+	if s.Result == captfv1.RunSucceeded && s.Changes != nil {
 		msg += fmt.Sprintf(" (%d added, %d changed, %d destroyed)", s.Changes.Add, s.Changes.Change, s.Changes.Destroy)
 	}
 	r.recorder.Event(p.scope.Object, kind, reason, msg)

@@ -185,15 +185,17 @@ func stateCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string, 
 // applyCondition reports the apply side: a running Job, what the decision waits for, or the
 // newest apply's result.
 func applyCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string, string) {
-	if job := p.started; job != nil {
+	if job := p.started; job != nil && !background(p.decision.Op) {
 		return metav1.ConditionUnknown, captfv1.ApplyRunningReason, fmt.Sprintf("Started %s Job %s", p.decision.Op, job.Name)
 	}
 	if job := p.active; job != nil {
+		op := captfv1.Operation(job.Labels[captfv1.OperationLabel])
 		if r := p.podsRefused; r != nil { // a running Job without a Pod (podrefusal.go)
 			return metav1.ConditionFalse, r.reason, r.Error()
 		}
-		return metav1.ConditionUnknown, captfv1.ApplyRunningReason,
-			fmt.Sprintf("%s Job %s is running", job.Labels[captfv1.OperationLabel], job.Name)
+		if !background(op) {
+			return metav1.ConditionUnknown, captfv1.ApplyRunningReason, fmt.Sprintf("%s Job %s is running", op, job.Name)
+		}
 	}
 	d := p.decision
 	if d.Pending != "" {
@@ -263,6 +265,13 @@ func applyCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string, 
 		return metav1.ConditionTrue, captfv1.ApplySucceededReason, "The state records a successful apply"
 	}
 	return metav1.ConditionUnknown, captfv1.NoApplyYetReason, noApplyMessage(d)
+}
+
+// background operations read and record what is there; they apply nothing, so while one runs
+// ApplyJobSucceeded keeps reporting the newest apply (a pool's Ready counts it, and a pool
+// refreshes its membership every minute).
+func background(op captfv1.Operation) bool {
+	return op == captfv1.OperationRefresh || op == captfv1.OperationDrift
 }
 
 // startWaitCondition reports why a due operation's Job did not start (decide.Decision.Pending):

@@ -123,9 +123,15 @@ func TestApplyCondition(t *testing.T) {
 			p.started = &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "c-apply-1"}}
 		}), metav1.ConditionUnknown, captfv1.ApplyRunningReason, "Started apply Job c-apply-1"},
 		{"a Job runs", statusPass(func(p *pass[*captfv1.TerraformCluster]) {
+			j := job("c-plan-1", captfv1.OperationPlan, "")
+			p.active = &j
+		}), metav1.ConditionUnknown, captfv1.ApplyRunningReason, "plan Job c-plan-1 is running"},
+		// A pool's Ready counts this condition, and a pool refreshes every minute (issue 25).
+		{"a refresh or drift check applies nothing: the newest apply's result stays", statusPass(func(p *pass[*captfv1.TerraformCluster]) {
 			j := job("c-drift-1", captfv1.OperationDrift, "")
 			p.active = &j
-		}), metav1.ConditionUnknown, captfv1.ApplyRunningReason, "drift Job c-drift-1 is running"},
+			p.jobList = []batchv1.Job{j, job("c-apply-1", captfv1.OperationApply, captfv1.RunSucceeded)}
+		}), metav1.ConditionTrue, captfv1.ApplySucceededReason, "Job c-apply-1"},
 		{"an invalid Job policy says what is wrong", pending(captfv1.JobPolicyInvalidReason, func(p *pass[*captfv1.TerraformCluster]) {
 			p.policyErr = errors.New("jobs: activeDeadlineSeconds must be positive")
 		}), metav1.ConditionFalse, captfv1.JobPolicyInvalidReason, "jobs: activeDeadlineSeconds must be positive"},

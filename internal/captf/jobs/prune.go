@@ -53,7 +53,7 @@ func attempt(j batchv1.Job) int {
 // PruneCandidates returns the Jobs history pruning deletes, from Jobs sorted newest first.
 // Only finished Jobs whose result was recorded (annotated captf.io/bookkept) are candidates:
 // deleting one before that would lose its result. Of those, the newest SuccessfulJobsHistoryLimit
-// successes and FailedJobsHistoryLimit failures are kept, and always, per operation, the newest
+// successes and FailedJobsHistoryLimit others (failures, held plans) are kept, and always, per operation, the newest
 // success and, while no newer success of that operation exists, the newest failure: the
 // decision reads the last outcome of each operation (and counts failures for backoff) from
 // them, so they must outlive any limit.
@@ -76,7 +76,7 @@ func PruneCandidates(jobs []batchv1.Job, p Policy) []batchv1.Job {
 		var protected bool
 		var count *int32
 		limit := p.SuccessfulJobsHistoryLimit
-		if phase == PhaseSucceeded {
+		if succeeded(&j, phase) {
 			protected, s.success = !s.success, true
 			count = &successes
 		} else {
@@ -92,6 +92,13 @@ func PruneCandidates(jobs []batchv1.Job, p Policy) []batchv1.Job {
 		prune = append(prune, j)
 	}
 	return prune
+}
+
+// succeeded reports a Job that did its work. An apply that held its plan for approval ends its
+// Job successfully but applied nothing: recorded Blocked, it counts with the Jobs that did not
+// succeed, so it never takes the place of the newest real success.
+func succeeded(j *batchv1.Job, phase Phase) bool {
+	return phase == PhaseSucceeded && j.Annotations[captfv1.BookkeptAnnotation] != string(captfv1.RunBlocked)
 }
 
 // Prune deletes the PruneCandidates of jobs (sorted newest first) and returns their names.

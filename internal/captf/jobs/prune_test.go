@@ -19,7 +19,8 @@ import (
 )
 
 // history builds Jobs from a compact spec, oldest first: "<op>:<phase>[:new]" where phase is
-// ok, fail, deadline or active, and :new marks a Job whose result is not recorded yet.
+// ok, fail, deadline, held (completed, its plan held for approval) or active, and :new marks a
+// Job whose result is not recorded yet.
 func history(specs ...string) []batchv1.Job {
 	var jobs []batchv1.Job
 	for i, s := range specs {
@@ -35,6 +36,9 @@ func history(specs ...string) []batchv1.Job {
 			j.Annotations[captfv1.BookkeptAnnotation] = "true"
 		}
 		switch phase {
+		case "held": // a guarded apply that held its plan for approval: its Job completes
+			j.Annotations[captfv1.BookkeptAnnotation] = string(captfv1.RunBlocked)
+			j.Status.Conditions = []batchv1.JobCondition{condition(batchv1.JobComplete, "")}
 		case "ok":
 			j.Status.Conditions = []batchv1.JobCondition{condition(batchv1.JobComplete, "")}
 		case "fail":
@@ -97,6 +101,13 @@ func TestPruneCandidates(t *testing.T) {
 			jobs:   history("apply:fail", "apply:ok"),
 			policy: limits(3, 0),
 			want:   []string{"j0-apply-fail"},
+		},
+		{
+			// Issue 25: a held plan's Job completes, but it applied nothing.
+			name:   "a held plan is no success: the newest real success stays",
+			jobs:   history("apply:ok", "apply:held", "apply:held"),
+			policy: limits(0, 1),
+			want:   []string{"j1-apply-held"},
 		},
 		{
 			name:   "active Jobs and Jobs whose result is not recorded stay",

@@ -113,6 +113,13 @@ func (o *options) execute(parent context.Context, rio IO) error {
 		r.logf("%v", err)
 		return &ExitError{Code: ExitFailed, Err: err}
 	}
+	if res.Held() {
+		// The guard did its job: nothing changed, and the plan waits for an approver. Monitoring
+		// that pages on failed Jobs and Warning Events must not page on every held plan.
+		r.logf("%s held for approval: %s", o.op, res.Error.Summary)
+		r.events.emit(ctx, corev1.EventTypeNormal, "PlanHeld", heldNote(o.op, res.Plan))
+		return nil
+	}
 	if e := res.Error; e != nil {
 		r.logf("%s failed (%s at %s): %s", o.op, e.Kind, e.Step, e.Summary)
 		r.events.emit(ctx, corev1.EventTypeWarning, "RunFailed", fmt.Sprintf("%s failed (%s at step %s)", o.op, e.Kind, e.Step))
@@ -129,6 +136,15 @@ func runFinishedNote(op string, c *runresult.Changes) string {
 		return op + " succeeded"
 	}
 	return fmt.Sprintf("%s succeeded: %d added, %d changed, %d destroyed", op, c.Add, c.Change, c.Destroy)
+}
+
+// heldNote says what a held plan would do, in counts.
+func heldNote(op string, p *runresult.PlanSummary) string {
+	if p == nil {
+		return op + " held: its plan waits for approval"
+	}
+	return fmt.Sprintf("%s held: its plan (%d to create, %d to update, %d to replace, %d to delete) deletes or replaces resources and waits for approval",
+		op, p.Create, p.Update, p.Replace, p.Delete)
 }
 
 // runOp is the whole procedure: preflight, prepare, runtime version, init, the op's steps,

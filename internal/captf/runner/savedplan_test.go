@@ -97,6 +97,20 @@ func (f *fixture) giveSavedPlan(b *savedplan.Bundle, hash string) approval {
 	return approval{hash: hash, digest: secrets[0].Annotations[savedplan.DigestAnnotation], chunks: len(secrets), bundle: b}
 }
 
+// events lists the Events posted on the object, as "<type> <reason> <note>".
+func (f *fixture) events(ctx context.Context) []string {
+	f.t.Helper()
+	list := &corev1.EventList{}
+	must(f.t, env.Client.List(ctx, list, client.InNamespace(f.ns)))
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == "obj0" {
+			out = append(out, e.Type+" "+e.Reason+" "+e.Message)
+		}
+	}
+	return out
+}
+
 // gutModule replaces the cluster module with one that declares the same inputs and outputs but
 // no resource (its plan deletes every resource), until the returned func puts it back.
 func (f *fixture) gutModule() (restore func()) {
@@ -185,8 +199,15 @@ func TestGuardedApply(t *testing.T) {
 	serial := f.state(ctx)["serial"]
 	f.vars["network_cidr"] = "10.1.0.0/16"
 	blocked := f.run(ctx, "apply", append(f.object(ctx, "tfc-obj0-apply-2"), "--inputs-hash=h2:two")...)
-	g.Expect(blocked.code).To(Equal(1))
+	// A held plan is the guard at work, not a failure: the Job succeeds and no Warning is posted
+	// (monitoring pages on failed Jobs and Warning Events).
+	g.Expect(blocked.code).To(Equal(0))
+	g.Expect(blocked.res.Held()).To(BeTrue())
 	g.Expect(blocked.res.Error.Kind).To(Equal(runresult.KindBlocked))
+	g.Expect(blocked.log).To(ContainSubstring("apply held for approval"))
+	events := f.events(ctx)
+	g.Expect(events).To(ContainElement(And(HavePrefix("Normal PlanHeld apply held: its plan ("), ContainSubstring("1 to replace"))))
+	g.Expect(events).NotTo(ContainElement(HavePrefix("Warning")))
 	g.Expect(blocked.res.Error.Summary).To(ContainSubstring("module.role.terraform_data.network (replace)"))
 	g.Expect(blocked.res.Destructive).To(BeTrue())
 	g.Expect(blocked.res.Plan.Replace).To(Equal(1))

@@ -49,7 +49,8 @@ const (
 	KindStep = "step"
 	// KindInterrupted: the runner was stopped by SIGTERM/SIGINT; not a module failure.
 	KindInterrupted = "interrupted"
-	// KindBlocked: the destructive-plan guard stopped an apply before it changed anything.
+	// KindBlocked: the destructive-plan guard stopped an apply before it changed anything and
+	// stored its plan for approval. A held plan is not a failure: the runner exits 0 (Held).
 	KindBlocked = "blocked"
 	// KindPlanChanged: an approved apply planned something other than the approved plan.
 	KindPlanChanged = "plan-changed"
@@ -471,5 +472,10 @@ func (r Result) Redact(redact func(string) string) Result {
 	return r
 }
 
-// OK reports whether the operation succeeded.
-func (r Result) OK() bool { return r.Error == nil }
+// OK reports whether the runner exits 0 for this result: the operation succeeded, or its plan
+// is held for approval (Held).
+func (r Result) OK() bool { return r.Error == nil || r.Held() }
+
+// Held reports an apply the destructive-plan guard stopped, its plan stored for approval: it
+// changed nothing, waits for a decision, and is no failure (no failed Job, no Warning).
+func (r Result) Held() bool { return r.Error != nil && r.Error.Kind == KindBlocked }
