@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,13 +45,15 @@ type Factory struct {
 	Kubernetes func() (kubernetes.Interface, error)
 	// Namespace is -n, else the kubeconfig context's namespace, else "default".
 	Namespace func() (string, error)
+	// Clock is the time --wait followers and the commands' deadlines go by.
+	Clock clock.WithTicker
 }
 
 // NewFactory returns a factory over kubectl's global flags; name is how the user invokes the
 // binary ("kubectl captf").
 func NewFactory(streams *IOStreams, name string) *Factory {
 	flags := genericclioptions.NewConfigFlags(true)
-	f := &Factory{IO: streams, ConfigFlags: flags, Color: ColorAuto, Name: name}
+	f := &Factory{IO: streams, ConfigFlags: flags, Color: ColorAuto, Name: name, Clock: clock.RealClock{}}
 	userAgent := fmt.Sprintf("%s/%s", name, version.Get().Version)
 	f.RESTConfig = sync.OnceValues(func() (*rest.Config, error) {
 		home, _ := os.UserHomeDir()
@@ -139,7 +142,7 @@ func (f *Factory) ErrStyles() *Styles { return NewStyles(f.IO.ErrOut, f.Color.En
 func NewTestFactory(streams *IOStreams, name string, cfg *rest.Config, c client.WithWatch, cs kubernetes.Interface, ns string) *Factory {
 	noClient := errors.New("no client in this test")
 	return &Factory{
-		IO: streams, Color: ColorAuto, Name: name,
+		IO: streams, Color: ColorAuto, Name: name, Clock: clock.RealClock{},
 		RESTConfig: func() (*rest.Config, error) {
 			if cfg == nil {
 				return nil, noClient
@@ -171,11 +174,12 @@ type Deps struct {
 	Client     func() (client.WithWatch, error)
 	Kubernetes func() (kubernetes.Interface, error)
 	Namespace  func() (string, error)
+	Clock      clock.WithTicker
 }
 
 // Deps returns the factory's dependencies for a command.
 func (f *Factory) Deps() Deps {
-	return Deps{IO: f.IO, Name: f.Name, Client: f.Client, Kubernetes: f.Kubernetes, Namespace: f.Namespace}
+	return Deps{IO: f.IO, Name: f.Name, Client: f.Client, Kubernetes: f.Kubernetes, Namespace: f.Namespace, Clock: f.Clock}
 }
 
 // Connect builds the client and reads the namespace: the first thing a command that talks to

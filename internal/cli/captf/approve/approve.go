@@ -13,7 +13,6 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -332,23 +331,21 @@ func approve(ctx context.Context, c client.Client, tp *captfv1.TerraformPlan, us
 
 // waitApplied follows the plan and its target until the plan is Applied or can no longer be.
 func waitApplied(ctx context.Context, c client.Reader, opts *Options, tp *captfv1.TerraformPlan) (captfv1.PlanPhase, error) {
-	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
-	defer cancel()
-	var last string
 	phase := objects.Phase(tp)
-	err := wait.PollUntilContextCancel(ctx, opts.Interval, true, func(ctx context.Context) (bool, error) {
+	f := cmdutil.Follower{ErrOut: opts.IO.ErrOut, Clock: opts.Clock, Interval: opts.Interval, Timeout: opts.Timeout}
+	err := f.Follow(ctx, func(ctx context.Context) (string, bool, error) {
 		cur := &captfv1.TerraformPlan{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(tp), cur); err != nil {
 			if apierrors.IsNotFound(err) {
-				return false, fmt.Errorf("TerraformPlan %s was deleted while waiting", tp.Name)
+				return "", false, fmt.Errorf("TerraformPlan %s was deleted while waiting", tp.Name)
 			}
-			return false, nil
+			return "", false, nil
 		}
 		phase = objects.Phase(cur)
 		progress := string(phase)
 		if o, err := objects.Get(ctx, c, tp.Namespace, cur.Spec.TargetRef.Kind+"/"+cur.Spec.TargetRef.Name); err == nil {
 			if p, err := clusterPause(ctx, c, o); err == nil && p != nil && phase != captfv1.PlanApplied {
-				return false, cmdutil.WithCode(cmdutil.ExitFound, fmt.Errorf("not waiting any longer: %s", p.Consequence(tp.Name)))
+				return progress, false, cmdutil.WithCode(cmdutil.ExitFound, fmt.Errorf("not waiting any longer: %s", p.Consequence(tp.Name)))
 			}
 			if j := o.Status.ActiveJob; j != nil {
 				progress += fmt.Sprintf(", %s Job %s running", j.Operation, j.Name)
@@ -357,29 +354,19 @@ func waitApplied(ctx context.Context, c client.Reader, opts *Options, tp *captfv
 				progress += fmt.Sprintf(", %s=%s (%s)", cond.Type, cond.Status, cond.Reason)
 			}
 		}
-		if progress != last {
-			fmt.Fprintf(opts.IO.ErrOut, "%s  %s\n", time.Now().Format("15:04:05"), progress)
-			last = progress
-		}
 		switch phase {
 		case captfv1.PlanApplied:
-			return true, nil
+			return progress, true, nil
 		case captfv1.PlanFailed, captfv1.PlanSuperseded:
-			return false, fmt.Errorf("TerraformPlan %s is %s: %s", tp.Name, phase, planMessage(cur))
+			return progress, false, fmt.Errorf("TerraformPlan %s is %s: %s", tp.Name, phase, planMessage(cur))
 		}
-		return false, nil
+		return progress, false, nil
 	})
-	if err != nil {
-		if ctx.Err() != nil {
-			waited := "after " + opts.Timeout.String()
-			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				waited = "when waiting stopped"
-			}
-			return phase, fmt.Errorf("TerraformPlan %s is still %s %s (the apply goes on); keep watching with: %s status -n %s", tp.Name, phase, waited, opts.Name, tp.Namespace)
-		}
-		return phase, err
+	var ended *cmdutil.WaitEnded
+	if errors.As(err, &ended) {
+		return phase, fmt.Errorf("TerraformPlan %s is still %s %s (the apply goes on); keep watching with: %s status -n %s", tp.Name, phase, ended.Waited, opts.Name, tp.Namespace)
 	}
-	return phase, nil
+	return phase, err
 }
 
 func planMessage(tp *captfv1.TerraformPlan) string {

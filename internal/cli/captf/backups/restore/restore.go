@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
@@ -278,14 +277,13 @@ func request(ctx context.Context, c client.Client, o *objects.Object, serial int
 }
 
 func waitRestored(ctx context.Context, c client.Reader, opts *Options, o *objects.Object) (outcome, message string, err error) {
-	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
-	defer cancel()
-	start := time.Now().Add(-time.Second)
-	var last string
-	err = wait.PollUntilContextCancel(ctx, opts.Interval, true, func(ctx context.Context) (bool, error) {
+	// Condition times have the API server's second precision.
+	start := opts.Clock.Now().Add(-time.Second)
+	f := cmdutil.Follower{ErrOut: opts.IO.ErrOut, Clock: opts.Clock, Interval: opts.Interval, Timeout: opts.Timeout}
+	err = f.Follow(ctx, func(ctx context.Context) (string, bool, error) {
 		cur, err := objects.Get(ctx, c, o.Namespace(), o.Ref())
 		if err != nil {
-			return false, nil
+			return "", false, nil
 		}
 		progress := "waiting for the manager"
 		if j := cur.Status.ActiveJob; j != nil {
@@ -295,30 +293,23 @@ func waitRestored(ctx context.Context, c client.Reader, opts *Options, o *object
 		if cond != nil {
 			progress += fmt.Sprintf(", %s=%s (%s)", cond.Type, cond.Status, cond.Reason)
 		}
-		if progress != last {
-			fmt.Fprintf(opts.IO.ErrOut, "%s  %s\n", time.Now().Format("15:04:05"), progress)
-			last = progress
-		}
 		if cond == nil || cond.LastTransitionTime.Time.Before(start) || cur.Status.ActiveJob != nil {
-			return false, nil
+			return progress, false, nil
 		}
 		switch {
 		case cond.Status == metav1.ConditionTrue && cond.Reason == captfv1.StateRestoredReason &&
 			cur.Status.LastRestoredSerial != nil && *cur.Status.LastRestoredSerial == opts.Serial:
 			outcome, message = "Restored", cond.Message
-			return true, nil
+			return progress, true, nil
 		case cond.Status == metav1.ConditionFalse:
 			outcome, message = "Failed", cond.Message
-			return false, errors.New("the restore failed: " + cond.Reason + ": " + cond.Message)
+			return progress, false, errors.New("the restore failed: " + cond.Reason + ": " + cond.Message)
 		}
-		return false, nil
+		return progress, false, nil
 	})
-	if err != nil && ctx.Err() != nil {
-		waited := "after " + opts.Timeout.String()
-		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			waited = "when waiting stopped"
-		}
-		return "", "", fmt.Errorf("the restore has not finished %s (it goes on); keep watching with: %s status -n %s", waited, opts.Name, o.Namespace())
+	var ended *cmdutil.WaitEnded
+	if errors.As(err, &ended) {
+		return "", "", fmt.Errorf("the restore has not finished %s (it goes on); keep watching with: %s status -n %s", ended.Waited, opts.Name, o.Namespace())
 	}
 	return outcome, message, err
 }
