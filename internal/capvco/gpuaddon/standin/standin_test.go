@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/apimachinery/pkg/util/validation"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"github.com/capx-io/capx/internal/capvco/gpuaddon"
 )
@@ -40,7 +43,8 @@ func (r *registry) Register(_ context.Context, req *pluginapi.RegisterRequest) (
 
 // TestRegistersTheAddonsResource: the stand-in registers the add-on's resource with a
 // registration server that checks what the kubelet checks, which then lists its devices and
-// allocates one. This is the device plugin API end to end without a kubelet.
+// allocates one. This is the device plugin API end to end without a kubelet; TestRealKubelet
+// (-tags e2e) registers with a real one.
 func TestRegistersTheAddonsResource(t *testing.T) {
 	dir := t.TempDir()
 	ln, err := net.Listen("unix", filepath.Join(dir, "kubelet.sock"))
@@ -95,5 +99,47 @@ func TestRegistersTheAddonsResource(t *testing.T) {
 	}
 	if got := p.Allocated(); len(got) != 1 || got[0][0] != list.Devices[1].ID {
 		t.Errorf("allocations = %v", got)
+	}
+}
+
+// TestWatchedRegistration: found in a plugin registry directory, the stand-in tells the
+// kubelet's plugin watcher it is a device plugin for the add-on's resource on the socket it
+// was found on, and keeps what the kubelet answers.
+func TestWatchedRegistration(t *testing.T) {
+	dir := t.TempDir()
+	p, err := StartWatched(dir, gpuaddon.ResourceName, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	if _, _, told := p.Registration(); told {
+		t.Fatal("registered before the kubelet said so")
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("registry directory holds %v, %v", entries, err)
+	}
+	conn, err := grpc.NewClient("unix://"+filepath.Join(dir, entries[0].Name()), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx := context.Background()
+	info, err := registerapi.NewRegistrationClient(conn).GetInfo(ctx, &registerapi.InfoRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Type != registerapi.DevicePlugin || info.Name != gpuaddon.ResourceName || info.Endpoint != "" || !slices.Equal(info.SupportedVersions, []string{pluginapi.Version}) {
+		t.Fatalf("plugin info %v", info)
+	}
+	// The device plugin service is on the same socket.
+	if _, err := pluginapi.NewDevicePluginClient(conn).GetDevicePluginOptions(ctx, &pluginapi.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := registerapi.NewRegistrationClient(conn).NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{PluginRegistered: false, Error: "refused"}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, failure, told := p.Registration(); !told || ok || failure != "refused" {
+		t.Errorf("registration = %v %q %v", ok, failure, told)
 	}
 }
