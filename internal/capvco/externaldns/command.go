@@ -20,8 +20,8 @@ import (
 // the same Pod.
 const DefaultListen = "127.0.0.1:8888"
 
-const example = `  # Beside external-dns in one Pod (see internal/capvco/externaldns/manifests); external-dns
-  # runs with --provider=webhook and generous webhook timeouts:
+const example = `  # Beside external-dns in one Pod (docs/capvco/external-dns.md); external-dns runs with
+  # --provider=webhook and generous webhook timeouts:
   capvco-external-dns-webhook --credentials-dir=/etc/capvco/credentials \
     --cloudspace-id=4b1e0c6a-... --domain-filter=apps.example.com`
 
