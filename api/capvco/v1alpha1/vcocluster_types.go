@@ -227,6 +227,21 @@ type VCOClusterStatus struct {
 	// +optional
 	DNS *DNSStatus `json:"dns,omitempty"`
 
+	// locationImages are the images of spec.geo.locationImages as last checked: one the
+	// cluster's credential sees is not checked again until the image or the publish credential
+	// changes; one it does not see is checked again a minute after checkedAt.
+	// +optional
+	// +listType=map
+	// +listMapKey=location
+	// +kubebuilder:validation:MaxItems=16
+	LocationImages []LocationImageStatus `json:"locationImages,omitempty"`
+
+	// registryCertificate is the registry certificate as last written to the platform's SSL
+	// certificate store: stored, it is not written again until the certificate or the
+	// credential changes; failed, it is tried again a minute after checkedAt.
+	// +optional
+	RegistryCertificate *RegistryCertificateStatus `json:"registryCertificate,omitempty"`
+
 	// observedGeneration is the generation the status was computed from.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -277,6 +292,40 @@ type DNSStatus struct {
 	// ttlSeconds is the record's TTL: the platform fixes it at 3600 s with no override, so a
 	// client may keep a stale address for up to an hour after a failover to another site.
 	TTLSeconds int32 `json:"ttlSeconds"`
+}
+
+// LocationImageStatus is one location's image, as last checked.
+type LocationImageStatus struct {
+	// location of the image.
+	// +kubebuilder:validation:MaxLength=128
+	Location string `json:"location"`
+	// id of the image there.
+	ID int64 `json:"id"`
+	// publishCredential is the Secret that was to publish it ("" when spec.geo names none).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	PublishCredential string `json:"publishCredential,omitempty"`
+	// visible: the cluster's credential saw the image at checkedAt.
+	Visible bool `json:"visible"`
+	// checkedAt is when the image was last checked.
+	CheckedAt metav1.Time `json:"checkedAt"`
+}
+
+// RegistryCertificateStatus is the registry certificate as last written to the store.
+type RegistryCertificateStatus struct {
+	// domain the store files the certificate under.
+	// +kubebuilder:validation:MaxLength=253
+	Domain string `json:"domain"`
+	// sha256 of the certificate, hex.
+	// +kubebuilder:validation:MaxLength=64
+	SHA256 string `json:"sha256"`
+	// credential is the Secret that wrote (or tried to write) the store.
+	// +kubebuilder:validation:MaxLength=253
+	Credential string `json:"credential"`
+	// stored: the store held this certificate at checkedAt.
+	Stored bool `json:"stored"`
+	// checkedAt is when the store was last written or checked.
+	CheckedAt metav1.Time `json:"checkedAt"`
 }
 
 // InitializationStatus reports the CAPI contract's initialization.

@@ -125,6 +125,12 @@ type VCOMachineStatus struct {
 	// +kubebuilder:validation:MaxLength=256
 	FailureDomain string `json:"failureDomain,omitempty"`
 
+	// vm is the VM as last read from the platform. A provisioned machine's VM is read again
+	// once checkedAt is older than the manager's --capvco-machine-resync, so that one deleted
+	// out of band is reported; reconciles in between use this record.
+	// +optional
+	VM *VMStatus `json:"vm,omitempty"`
+
 	// gpus reserved for the VM.
 	// +optional
 	// +listType=atomic
@@ -134,6 +140,18 @@ type VCOMachineStatus struct {
 	// observedGeneration is the generation the status was computed from.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// VMStatus is the VM as last read.
+type VMStatus struct {
+	// name of the VM.
+	// +kubebuilder:validation:MaxLength=256
+	Name string `json:"name"`
+	// state the platform reported (RUNNING, HALTED, ...).
+	// +kubebuilder:validation:MaxLength=64
+	State string `json:"state"`
+	// checkedAt is when it was read.
+	CheckedAt metav1.Time `json:"checkedAt"`
 }
 
 // GPUStatus is one vGPU reservation.

@@ -1,7 +1,10 @@
 // Package controllers wires the CAPVCO kinds into the shared CAPI plumbing (internal/capi). Each
-// kind's provider writes only its own phases (cluster.go, machine.go); decisions live in
-// internal/capvco/decide, platform calls in the service packages (cloudspace, loadbalancer, dns,
-// geo, vm, gpu), and status comes from the pure setters in status.go.
+// kind's provider is a list of phases over one pass (cluster.go with clusterphases.go and
+// operator.go, teardown.go, machine.go with machinedelete.go): a phase observes, or makes the
+// platform calls of one piece, and records what it saw in the pass's observation; none writes
+// status. Decisions live in internal/capvco/decide, platform calls in the service packages
+// (cloudspace, loadbalancer, dns, geo, vm, gpu), and every status field is written by the pure
+// setters in status.go, from the observation, just before the single patch.
 package controllers
 
 import (
@@ -44,6 +47,9 @@ type Options struct {
 	// where the real client (Platform nil) lets credential Secrets point it.
 	AllowHTTP    bool
 	AllowedHosts []string
+	// Clock is what the controllers read the time from; nil means the real clock. What status
+	// records as checked and every "look again" rule (decide) use it.
+	Clock clock.PassiveClock
 }
 
 // Setup registers the CAPVCO controllers with the manager.
@@ -55,11 +61,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.Prober == nil {
 		opts.Prober = health.TLSProber{}
 	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
 	c := mgr.GetClient()
 	dnsDone := make(chan event.GenericEvent, 64)
 	cp := &clusterProvider{
-		client: c, platform: opts.Platform, prober: opts.Prober, dns: dns.NewWriter(clock.RealClock{}),
-		recorder: mgr.GetEventRecorderFor("vcocluster-controller"), dnsDone: dnsDone,
+		client: c, reader: mgr.GetAPIReader(), platform: opts.Platform, prober: opts.Prober, dns: dns.NewWriter(opts.Clock),
+		recorder: mgr.GetEventRecorderFor("vcocluster-controller"), clock: opts.Clock, dnsDone: dnsDone,
 	}
 	if err := (&capi.Reconciler[*capvcov1.VCOCluster, *clusterObserved]{
 		Client: c, Role: capi.InfraCluster, Finalizer: capvcov1.VCOClusterFinalizer,
@@ -80,7 +89,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.MachineResync <= 0 {
 		opts.MachineResync = DefaultMachineResync
 	}
-	mp := &machineProvider{client: c, platform: opts.Platform, recorder: mgr.GetEventRecorderFor("vcomachine-controller"), resync: opts.MachineResync}
+	mp := &machineProvider{client: c, platform: opts.Platform, recorder: mgr.GetEventRecorderFor("vcomachine-controller"),
+		clock: opts.Clock, resync: opts.MachineResync}
 	if err := (&capi.Reconciler[*capvcov1.VCOMachine, *machineObserved]{
 		Client: c, Role: capi.InfraMachine, Finalizer: capvcov1.VCOMachineFinalizer,
 		New:             func() *capvcov1.VCOMachine { return &capvcov1.VCOMachine{} },

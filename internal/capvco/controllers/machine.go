@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,11 +34,11 @@ type machineProvider struct {
 	client   client.Client
 	platform platform.Factory
 	recorder record.EventRecorder
+	clock    clock.PassiveClock
 	// resync is how often a provisioned machine's VM is read back, so that a VM deleted out of
 	// band is reported. Between reads, reconciles (status patches, CAPI's Machine updates)
-	// reuse the VM last read: they are not news about the platform.
+	// use the VM status.vm recorded: they are not news about the platform.
 	resync time.Duration
-	seen   sync.Map // types.UID -> seenVM
 }
 
 // DefaultMachineResync is the default Options.MachineResync.
@@ -48,33 +48,30 @@ const DefaultMachineResync = 10 * time.Minute
 // Secret again (Secrets are not watched; a spec change reconciles at once).
 const unsupportedPoll = 30 * time.Second
 
-type seenVM struct {
-	vm vco.VM
-	at time.Time
-}
-
-// lastVM is the VM read for the machine within the resync period, if it was running.
-func (p *machineProvider) lastVM(m *capvcov1.VCOMachine, id int) (vco.VM, bool) {
-	e, ok := p.seen.Load(m.UID)
-	if !ok {
-		return vco.VM{}, false
-	}
-	s := e.(seenVM)
-	return s.vm, s.vm.ID == id && vm.Running(s.vm) && time.Since(s.at) < p.resync
-}
-
-// machineObserved is what one reconcile of a VCOMachine saw.
+// machineObserved is what one reconcile of a VCOMachine saw; each field names the phase that
+// sets it.
 type machineObserved struct {
-	// waiting says what the machine waits for before its VM can exist (reason, message).
+	now time.Time
+	// findSite, createVM: what the machine waits for before its VM can exist
 	waitReason, waitMessage string
-	credentials             error
-	vm                      *vco.VM
-	vmErr                   error
-	lost                    bool
-	gpuWanted               int
-	gpus                    []capvcov1.GPUStatus
-	gpuErr                  error
-	deleting                string
+	// findSite
+	where *site
+	// connect
+	credentials error
+	// observeVM, createVM: the VM, and whether it was read from the platform this pass
+	// (else it is status.vm's record)
+	vm     *vco.VM
+	vmRead bool
+	vmErr  error
+	lost   bool
+	csID   string
+	// attachGPUs
+	gpuWanted   int
+	gpus        []capvcov1.GPUStatus
+	gpusChanged bool // gpus is what the platform answered this pass
+	gpuErr      error
+	// ReconcileDelete
+	deleting string
 }
 
 // site is where a machine runs: the VCOCluster, the site and its cloudspace.
@@ -84,19 +81,81 @@ type site struct {
 	cloudspace capvcov1.CloudspaceStatus
 }
 
-// siteOf finds the machine's VCOCluster and its site's cloudspace; nil with a reason when it
-// is not there yet.
-func (p *machineProvider) siteOf(ctx context.Context, s *machineScope) (*site, string, string, error) {
+// machinePass is one reconcile of a VCOMachine.
+type machinePass struct {
+	scope *machineScope
+	m     *capvcov1.VCOMachine
+	obs   *machineObserved
+	api   platform.Client
+	// stop ends the pass after the current phase without an error.
+	stop    bool
+	requeue time.Duration
+	// done (deleting): the finalizer may go
+	done bool
+}
+
+func (p *machinePass) requeueAfter(d time.Duration) {
+	if d > 0 && (p.requeue == 0 || d < p.requeue) {
+		p.requeue = d
+	}
+}
+
+type machinePhase func(ctx context.Context, p *machinePass) error
+
+func runMachine(ctx context.Context, p *machinePass, phases ...machinePhase) error {
+	for _, ph := range phases {
+		if err := ph(ctx, p); err != nil || p.stop {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *machineProvider) newPass(s *machineScope) *machinePass {
+	s.Observed = &machineObserved{now: r.clock.Now(), gpuWanted: decide.GPUCount(s.Object.Spec.GPU)}
+	return &machinePass{scope: s, m: s.Object, obs: s.Observed}
+}
+
+// ReconcileNormal creates the VM once (found again by id or name), attaches its vGPUs; status
+// records providerID, addresses and the failure domain.
+func (r *machineProvider) ReconcileNormal(ctx context.Context, s *machineScope) (ctrl.Result, error) {
+	p := r.newPass(s)
+	err := runMachine(ctx, p,
+		r.findSite,   // observe: the VCOCluster and the site's cloudspace (wait while not provisioned)
+		r.connect,    // observe: the cluster credential's client
+		r.observeVM,  // observe: the recorded VM (status.vm within the resync, else the platform)
+		r.createVM,   // act: the VM, when none is recorded (waits for bootstrap data and image)
+		r.attachGPUs, // act: the vGPU reservations, attached
+	)
+	if err == nil && !p.stop && p.obs.vm != nil && !vm.Running(*p.obs.vm) {
+		p.requeueAfter(waitPoll)
+	}
+	return ctrl.Result{RequeueAfter: p.requeue}, err
+}
+
+// UpdateStatus computes the VCOMachine's conditions and provisioned flag.
+func (r *machineProvider) UpdateStatus(s *machineScope) {
+	setMachineStatus(s.Object, s.Observed)
+}
+
+// findSite finds the machine's VCOCluster and its site's cloudspace; the pass waits while they
+// are not there yet.
+func (r *machineProvider) findSite(ctx context.Context, p *machinePass) error {
+	s := p.scope
+	wait := func(msg string) error {
+		p.obs.waitReason, p.obs.waitMessage, p.stop = capvcov1.WaitingForClusterReason, msg, true
+		return nil
+	}
 	if s.Cluster == nil || !s.Cluster.Spec.InfrastructureRef.IsDefined() {
-		return nil, capvcov1.WaitingForClusterReason, "the Cluster has no infrastructureRef yet", nil
+		return wait("the Cluster has no infrastructureRef yet")
 	}
 	vc := &capvcov1.VCOCluster{}
-	err := p.client.Get(ctx, client.ObjectKey{Namespace: s.Object.Namespace, Name: s.Cluster.Spec.InfrastructureRef.Name}, vc)
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: p.m.Namespace, Name: s.Cluster.Spec.InfrastructureRef.Name}, vc)
 	if apierrors.IsNotFound(err) {
-		return nil, capvcov1.WaitingForClusterReason, fmt.Sprintf("VCOCluster %s does not exist", s.Cluster.Spec.InfrastructureRef.Name), nil
+		return wait(fmt.Sprintf("VCOCluster %s does not exist", s.Cluster.Spec.InfrastructureRef.Name))
 	}
 	if err != nil {
-		return nil, "", "", err
+		return err
 	}
 	fd := ""
 	if s.Machine != nil {
@@ -104,17 +163,25 @@ func (p *machineProvider) siteOf(ctx context.Context, s *machineScope) (*site, s
 	}
 	st, ok := decide.SiteOf(decide.Sites(vc.Spec), fd)
 	if !ok {
-		return nil, capvcov1.WaitingForClusterReason, fmt.Sprintf("failure domain %q is not a site of VCOCluster %s", fd, vc.Name), nil
+		return wait(fmt.Sprintf("failure domain %q is not a site of VCOCluster %s", fd, vc.Name))
 	}
 	cs := cloudspaceStatus(vc, st.Name)
 	if !ptr.Deref(vc.Status.Initialization.Provisioned, false) || cs.ID == "" {
-		return nil, capvcov1.WaitingForClusterReason, fmt.Sprintf("VCOCluster %s is not provisioned yet", vc.Name), nil
+		return wait(fmt.Sprintf("VCOCluster %s is not provisioned yet", vc.Name))
 	}
-	return &site{cluster: vc, site: st, cloudspace: cs}, "", "", nil
+	p.obs.where = &site{cluster: vc, site: st, cloudspace: cs}
+	p.obs.csID = cs.ID
+	if p.m.Status.CloudspaceID != "" {
+		p.obs.csID = p.m.Status.CloudspaceID
+	}
+	return nil
 }
 
-func (p *machineProvider) api(ctx context.Context, vc *capvcov1.VCOCluster) (platform.Client, error) {
-	return platform.ClientFor(ctx, p.client, p.platform, vc.Namespace, vc.Spec.CredentialsRef.Name)
+func (r *machineProvider) connect(ctx context.Context, p *machinePass) error {
+	vc := p.obs.where.cluster
+	api, err := platform.ClientFor(ctx, r.client, r.platform, vc.Namespace, vc.Spec.CredentialsRef.Name)
+	p.obs.credentials, p.api = err, api
+	return err
 }
 
 // knownVMID is the VM recorded for the machine: status, else the provider ID (which survives
@@ -129,156 +196,174 @@ func knownVMID(m *capvcov1.VCOMachine) int {
 	return 0
 }
 
-// ReconcileNormal creates the VM once (found again by id or name), attaches its vGPUs and
-// records providerID, addresses and the failure domain.
-func (p *machineProvider) ReconcileNormal(ctx context.Context, s *machineScope) (ctrl.Result, error) {
-	obs := &machineObserved{gpuWanted: decide.GPUCount(s.Object.Spec.GPU)}
-	s.Observed = obs
-	m := s.Object
-	where, reason, msg, err := p.siteOf(ctx, s)
-	if err != nil || where == nil {
-		obs.waitReason, obs.waitMessage = reason, msg
-		return ctrl.Result{}, err
+// observeVM reads the machine's recorded VM: from status.vm while its record is fresh and
+// running (decide.VMReadDue), else from the platform. A VM gone out of band is reported and
+// never recreated.
+func (r *machineProvider) observeVM(ctx context.Context, p *machinePass) error {
+	m := p.m
+	id := knownVMID(m)
+	if id == 0 {
+		return nil
 	}
-	api, err := p.api(ctx, where.cluster)
-	if obs.credentials = err; err != nil {
-		return ctrl.Result{}, err
+	recordedID := 0
+	if m.Status.VMID != nil {
+		recordedID = int(*m.Status.VMID)
 	}
-	csID := where.cloudspace.ID
-	if m.Status.CloudspaceID != "" {
-		csID = m.Status.CloudspaceID
+	if due, next := decide.VMReadDue(m.Status.VM, recordedID, id, r.resync, p.obs.now); !due {
+		p.obs.vm = recordedVM(m)
+		p.requeueAfter(next)
+		return nil
 	}
-
-	var v vco.VM
-	if id := knownVMID(m); id != 0 {
-		var fresh bool
-		if v, fresh = p.lastVM(m, id); !fresh {
-			v, err = vm.Get(ctx, api, csID, id)
+	v, err := vm.Get(ctx, p.api, p.obs.csID, id)
+	if errors.Is(err, vm.ErrLost) {
+		p.obs.lost, p.obs.vmErr, p.stop = true, err, true
+		if !ptr.Deref(m.Status.Initialization.Provisioned, false) || m.Status.VMID != nil {
+			r.recorder.Eventf(m, corev1.EventTypeWarning, capvcov1.VMNotFoundEvent,
+				"VM %d of this machine no longer exists on the platform; it is not recreated: delete the Machine to replace it", id)
 		}
-		if errors.Is(err, vm.ErrLost) {
-			p.seen.Delete(m.UID)
-			obs.lost, obs.vmErr = true, err
-			if !ptr.Deref(m.Status.Initialization.Provisioned, false) || m.Status.VMID != nil {
-				p.recorder.Eventf(m, corev1.EventTypeWarning, capvcov1.VMNotFoundEvent,
-					"VM %d of this machine no longer exists on the platform; it is not recreated: delete the Machine to replace it", id)
-			}
-			return ctrl.Result{}, nil
-		}
-	} else {
-		if s.Machine == nil || s.Machine.Spec.Bootstrap.DataSecretName == nil {
-			obs.waitReason, obs.waitMessage = capvcov1.WaitingForBootstrapDataReason, "the Machine's bootstrap data Secret is not ready yet"
-			return ctrl.Result{}, nil
-		}
-		v, err = p.createVM(ctx, s, api, where, csID, obs)
-		if obs.waitReason == capvcov1.WaitingForBootstrapDataReason && err == nil {
-			return ctrl.Result{RequeueAfter: waitPoll}, nil // Secrets are not watched
-		}
-		if obs.waitReason == capvcov1.BootstrapDataUnsupportedReason {
-			return ctrl.Result{RequeueAfter: unsupportedPoll}, nil // a fixed spec comes as an event, fixed data does not
-		}
-		if obs.waitReason != "" {
-			return ctrl.Result{}, err
-		}
+		return nil
 	}
-	if obs.vmErr = err; err != nil {
-		return ctrl.Result{}, err
+	if p.obs.vmErr = err; err != nil {
+		return err
 	}
-	obs.vm = &v
-	if _, fresh := p.lastVM(m, v.ID); !fresh {
-		p.seen.Store(m.UID, seenVM{vm: v, at: time.Now()})
-	}
-	setMachineVM(m, where, csID, v)
-
-	if obs.gpuWanted > 0 {
-		res, err := p.reconcileGPUs(ctx, s, api, where, csID, v)
-		if err != nil || !res.IsZero() {
-			return res, err
-		}
-	}
-	if !vm.Running(v) {
-		return ctrl.Result{RequeueAfter: waitPoll}, nil
-	}
-	return ctrl.Result{RequeueAfter: p.resync}, nil
+	p.obs.vm, p.obs.vmRead = &v, true
+	p.requeueAfter(r.resync)
+	return nil
 }
 
-func (p *machineProvider) createVM(ctx context.Context, s *machineScope, api platform.Client, where *site, csID string, obs *machineObserved) (vco.VM, error) {
-	m := s.Object
+// recordedVM is the VM as status.vm and the addresses recorded it.
+func recordedVM(m *capvcov1.VCOMachine) *vco.VM {
+	v := &vco.VM{ID: int(*m.Status.VMID), Name: m.Status.VM.Name, Status: m.Status.VM.State}
+	if ip := internalIP(m.Status.Addresses); ip != "" {
+		v.NICs = []vco.NIC{{IP: ip}}
+	}
+	return v
+}
+
+// createVM creates the VM when none is recorded: once the Machine's bootstrap data, the site's
+// image and the user data are there.
+func (r *machineProvider) createVM(ctx context.Context, p *machinePass) error {
+	if p.obs.vm != nil {
+		return nil
+	}
+	s, m, where := p.scope, p.m, p.obs.where
+	wait := func(reason, msg string, poll time.Duration) {
+		p.obs.waitReason, p.obs.waitMessage, p.stop = reason, msg, true
+		p.requeueAfter(poll)
+	}
+	if s.Machine == nil || s.Machine.Spec.Bootstrap.DataSecretName == nil {
+		wait(capvcov1.WaitingForBootstrapDataReason, "the Machine's bootstrap data Secret is not ready yet", 0)
+		return nil
+	}
 	img, ok := decide.ImageFor(where.cluster.Spec, m.Spec.Image, where.site.Location)
 	if !ok {
-		obs.waitReason = capvcov1.LocationImageMissingReason
-		obs.waitMessage = fmt.Sprintf("site %s is in location %s, which has no image in VCOCluster %s spec.geo.locationImages: images are per location; publish one there and add its id",
-			where.site.Name, where.site.Location, where.cluster.Name)
-		return vco.VM{}, nil
+		wait(capvcov1.LocationImageMissingReason, fmt.Sprintf("site %s is in location %s, which has no image in VCOCluster %s spec.geo.locationImages: images are per location; publish one there and add its id",
+			where.site.Name, where.site.Location, where.cluster.Name), 0)
+		return nil
 	}
-	imageID, err := vm.Image(ctx, api, where.site.Location, img)
-	if err != nil {
-		return vco.VM{}, err
+	imageID, err := vm.Image(ctx, p.api, where.site.Location, img)
+	if p.obs.vmErr = err; err != nil {
+		return err
 	}
-	secret := &corev1.Secret{}
-	key := client.ObjectKey{Namespace: m.Namespace, Name: *s.Machine.Spec.Bootstrap.DataSecretName}
-	if err := p.client.Get(ctx, key, secret); err != nil {
-		obs.waitReason, obs.waitMessage = capvcov1.WaitingForBootstrapDataReason, fmt.Sprintf("bootstrap data Secret %s: %v", key.Name, err)
-		return vco.VM{}, client.IgnoreNotFound(err)
-	}
-	data := secret.Data["value"]
-	if len(data) == 0 {
-		obs.waitReason, obs.waitMessage = capvcov1.WaitingForBootstrapDataReason, fmt.Sprintf("bootstrap data Secret %s has no key value", key.Name)
-		return vco.VM{}, nil
-	}
-	userData, err := userdata.Build(data, string(secret.Data["format"]), m.Spec.GPU)
-	if err != nil {
-		obs.waitReason, obs.waitMessage = capvcov1.BootstrapDataUnsupportedReason, err.Error()
-		return vco.VM{}, nil
+	userData, err := r.userData(ctx, p, wait)
+	if err != nil || userData == nil {
+		return err
 	}
 	disks := make([]int, 0, len(m.Spec.DataDisksGiB))
 	for _, d := range m.Spec.DataDisksGiB {
 		disks = append(disks, int(d))
 	}
-	return vm.Ensure(ctx, api, csID, vco.CreateVMRequest{
+	v, err := vm.Ensure(ctx, p.api, p.obs.csID, vco.CreateVMRequest{
 		Name: names.VM(m.Name), Description: fmt.Sprintf("CAPVCO machine %s/%s", m.Namespace, m.Name), Hostname: m.Name,
 		VCPUs: int(m.Spec.VCPUs), MemoryMiB: int(m.Spec.MemoryMiB), ImageID: imageID, BootDiskGiB: int(m.Spec.BootDiskGiB),
 		DataDisksGiB: disks, UserData: string(userData),
 	})
+	if p.obs.vmErr = err; err != nil {
+		return err
+	}
+	p.obs.vm, p.obs.vmRead = &v, true
+	p.requeueAfter(r.resync)
+	return nil
 }
 
-// reconcileGPUs reserves and attaches the machine's vGPUs; a machine whose recorded
-// reservations are all attached (seen in the VM's devices) costs no call.
-func (p *machineProvider) reconcileGPUs(ctx context.Context, s *machineScope, api platform.Client, where *site, csID string, v vco.VM) (ctrl.Result, error) {
-	m, obs := s.Object, s.Observed
+// userData builds the VM's user data from the Machine's bootstrap Secret; nil (the pass
+// waits) while the Secret is not there or cannot be used.
+func (r *machineProvider) userData(ctx context.Context, p *machinePass, wait func(reason, msg string, poll time.Duration)) ([]byte, error) {
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: p.m.Namespace, Name: *p.scope.Machine.Spec.Bootstrap.DataSecretName}
+	if err := r.client.Get(ctx, key, secret); err != nil {
+		wait(capvcov1.WaitingForBootstrapDataReason, fmt.Sprintf("bootstrap data Secret %s: %v", key.Name, err), waitPoll) // Secrets are not watched
+		return nil, client.IgnoreNotFound(err)
+	}
+	data := secret.Data["value"]
+	if len(data) == 0 {
+		wait(capvcov1.WaitingForBootstrapDataReason, fmt.Sprintf("bootstrap data Secret %s has no key value", key.Name), waitPoll)
+		return nil, nil
+	}
+	userData, err := userdata.Build(data, string(secret.Data["format"]), p.m.Spec.GPU)
+	if err != nil {
+		// A fixed spec comes as an event, fixed data does not.
+		wait(capvcov1.BootstrapDataUnsupportedReason, err.Error(), unsupportedPoll)
+		return nil, nil
+	}
+	return userData, nil
+}
+
+// attachGPUs reserves and attaches the machine's vGPUs; a machine whose recorded reservations
+// are all attached costs no call (seen in the VM's devices when it was read this pass, from
+// status otherwise).
+func (r *machineProvider) attachGPUs(ctx context.Context, p *machinePass) error {
+	m, obs := p.m, p.obs
+	if obs.gpuWanted == 0 {
+		return nil
+	}
 	gpuNames := make([]string, obs.gpuWanted)
 	for i := range gpuNames {
-		n, err := gpuname.Build(gpuname.Owner{Namespace: m.Namespace, Cluster: clusterOfMachine(s), Machine: m.Name}, i)
+		n, err := gpuname.Build(gpuname.Owner{Namespace: m.Namespace, Cluster: clusterOfMachine(p.scope), Machine: m.Name}, i)
 		if err != nil {
 			obs.gpuErr = err
-			return ctrl.Result{}, nil // a name Kubernetes accepted cannot fail; reported, not retried
+			return nil // a name Kubernetes accepted cannot fail; reported, not retried
 		}
 		gpuNames[i] = n
 	}
-	ids := make([]string, 0, len(m.Status.GPUs))
-	for _, g := range m.Status.GPUs {
-		ids = append(ids, g.ID)
-	}
-	if len(ids) == obs.gpuWanted && gpu.AttachedTo(v, ids) {
+	if gpusAttached(m.Status.GPUs, obs.gpuWanted, obs.vm, obs.vmRead) {
 		obs.gpus = m.Status.GPUs
-		return ctrl.Result{}, nil
+		return nil
 	}
-	profiles, err := api.ListGPUProfiles(ctx, where.site.Location)
+	loc := obs.where.site.Location
+	profiles, err := p.api.ListGPUProfiles(ctx, loc)
 	if err != nil {
 		obs.gpuErr = err
-		return ctrl.Result{}, err
+		return err
 	}
 	profile, err := decide.GPUProfile(*m.Spec.GPU, profiles)
 	if err != nil {
 		obs.gpuErr = err
-		return ctrl.Result{RequeueAfter: time.Minute}, nil
+		p.requeueAfter(time.Minute)
+		return nil
 	}
-	got, err := gpu.Ensure(ctx, api, where.site.Location, csID, v.ID, profile, gpuNames)
-	m.Status.GPUs = nil
+	got, err := gpu.Ensure(ctx, p.api, loc, obs.csID, obs.vm.ID, profile, gpuNames)
+	obs.gpus, obs.gpusChanged, obs.gpuErr = []capvcov1.GPUStatus{}, true, err
 	for _, g := range got {
-		m.Status.GPUs = append(m.Status.GPUs, capvcov1.GPUStatus{Name: g.Name, ID: g.ID, ProfileID: g.ProfileID, Attached: g.Attached()})
+		obs.gpus = append(obs.gpus, capvcov1.GPUStatus{Name: g.Name, ID: g.ID, ProfileID: g.ProfileID, Attached: g.Attached()})
 	}
-	obs.gpus, obs.gpuErr = m.Status.GPUs, err
-	return ctrl.Result{}, err
+	return err
+}
+
+// gpusAttached says whether the recorded reservations are the wanted number and all attached:
+// by the VM's devices when the VM was read, by status otherwise.
+func gpusAttached(recorded []capvcov1.GPUStatus, wanted int, v *vco.VM, read bool) bool {
+	if len(recorded) != wanted {
+		return false
+	}
+	ids := make([]string, 0, len(recorded))
+	for _, g := range recorded {
+		if !read && !g.Attached {
+			return false
+		}
+		ids = append(ids, g.ID)
+	}
+	return !read || gpu.AttachedTo(*v, ids)
 }
 
 func clusterOfMachine(s *machineScope) string {
@@ -286,64 +371,4 @@ func clusterOfMachine(s *machineScope) string {
 		return s.Cluster.Name
 	}
 	return s.Object.Labels[clusterv1.ClusterNameLabel]
-}
-
-// ReconcileDelete stops and deletes the VM permanently, then releases the machine's vGPU
-// reservations permanently.
-func (p *machineProvider) ReconcileDelete(ctx context.Context, s *machineScope) (bool, ctrl.Result, error) {
-	obs := &machineObserved{}
-	s.Observed = obs
-	m := s.Object
-	p.seen.Delete(m.UID)
-	vc := &capvcov1.VCOCluster{}
-	var err error
-	switch {
-	case s.Cluster != nil && s.Cluster.Spec.InfrastructureRef.IsDefined():
-		err = p.client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: s.Cluster.Spec.InfrastructureRef.Name}, vc)
-	default:
-		err = apierrors.NewNotFound(capvcov1.GroupVersion.WithResource("vcoclusters").GroupResource(), "")
-	}
-	if apierrors.IsNotFound(err) {
-		// No VCOCluster: its teardown deleted the cloudspaces and released every reservation
-		// of the cluster, this machine's included.
-		return true, ctrl.Result{}, nil
-	}
-	if err != nil {
-		return false, ctrl.Result{}, err
-	}
-	api, err := p.api(ctx, vc)
-	if obs.credentials = err; err != nil {
-		obs.deleting = "the credential Secret is needed to delete the VM: " + err.Error()
-		return false, ctrl.Result{}, err
-	}
-	csID := m.Status.CloudspaceID
-	loc := ""
-	fd := m.Status.FailureDomain
-	if st, ok := decide.SiteOf(decide.Sites(vc.Spec), fd); ok {
-		loc = st.Location
-		if csID == "" {
-			csID = cloudspaceStatus(vc, st.Name).ID
-		}
-	}
-	if csID != "" {
-		obs.deleting = "stopping and deleting the VM permanently"
-		if _, err := vm.Delete(ctx, api, csID, knownVMID(m), names.VM(m.Name)); err != nil {
-			obs.deleting += ": " + err.Error()
-			return false, ctrl.Result{}, err
-		}
-	}
-	if loc != "" && (m.Spec.GPU != nil || len(m.Status.GPUs) > 0) {
-		obs.deleting = "releasing the vGPU reservations permanently"
-		owner := gpuname.Owner{Namespace: m.Namespace, Cluster: clusterOfMachine(s), Machine: m.Name}
-		if _, err := gpu.Release(ctx, api, loc, func(n string) bool { return gpuname.OwnedByMachine(n, owner) }); err != nil {
-			obs.deleting += ": " + err.Error()
-			return false, ctrl.Result{}, err
-		}
-	}
-	return true, ctrl.Result{}, nil
-}
-
-// UpdateStatus computes the VCOMachine's conditions and provisioned flag.
-func (p *machineProvider) UpdateStatus(s *machineScope) {
-	setMachineStatus(s.Object, s.Observed)
 }

@@ -58,81 +58,31 @@ func setClusterStatus(vc *capvcov1.VCOCluster, obs *clusterObserved) {
 		return
 	}
 	if obs.teardownActive {
-		t := obs.teardown
-		set(vc, clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, t.message())
+		set(vc, clusterv1.DeletingCondition, metav1.ConditionTrue, clusterv1.DeletingReason, obs.teardown.message())
 		if obs.credentials != nil {
 			setCredentials(vc, obs.credentials)
 		}
 		capi.SetReady(vc, append(slices.Clone(clusterConditions), shared...), shared)
 		return
 	}
+	setClusterRecords(vc, obs)
 	setCredentials(vc, obs.credentials)
-	waiting := func(typ, what string) {
-		set(vc, typ, metav1.ConditionUnknown, capvcov1.ProvisioningReason, "waits for "+what)
-	}
 	if obs.credentials != nil {
 		for _, t := range clusterConditions[1:] {
 			conditions.Delete(vc, t)
 		}
-		waiting(capvcov1.CloudspaceReadyCondition, "usable credentials")
+		waiting(vc, capvcov1.CloudspaceReadyCondition, "usable credentials")
 	} else {
 		setCloudspaceCondition(vc, obs)
 	}
-	geoCluster := len(decide.Sites(vc.Spec)) > 1
-	switch {
-	case obs.lbErr != nil:
-		set(vc, capvcov1.LoadBalancerReadyCondition, metav1.ConditionFalse, capvcov1.ProvisioningFailedReason, obs.lbErr.Error())
-	case obs.lbDone && vc.Status.LoadBalancer != nil:
-		msg := "no control-plane API server answers yet, so the server pool is empty"
-		if m := vc.Status.LoadBalancer.Members; len(m) > 0 {
-			msg = "server pool members (API servers that answer): " + strings.Join(m, ", ")
-		}
-		if obs.membersErr != nil {
-			msg += "; updating the members failed: " + obs.membersErr.Error()
-		}
-		set(vc, capvcov1.LoadBalancerReadyCondition, metav1.ConditionTrue, capvcov1.ProvisionedReason,
-			fmt.Sprintf("%s:%d; %s", vc.Status.LoadBalancer.Address, lbPort(vc), msg))
-	default:
-		waiting(capvcov1.LoadBalancerReadyCondition, "the primary site's cloudspace")
-	}
-	switch {
-	case vc.Spec.DNS == nil:
-		conditions.Delete(vc, capvcov1.DNSReadyCondition)
-		vc.Status.DNS = nil
-	case obs.dnsErr != nil:
-		set(vc, capvcov1.DNSReadyCondition, metav1.ConditionFalse, capvcov1.ProvisioningFailedReason, obs.dnsErr.Error())
-	case obs.dnsProgress == nil:
-		waiting(capvcov1.DNSReadyCondition, "the load balancer")
-	case obs.dnsProgress.Done:
-		set(vc, capvcov1.DNSReadyCondition, metav1.ConditionTrue, capvcov1.ProvisionedReason,
-			fmt.Sprintf("A record %s published with the platform's fixed TTL of %d s: after a failover to another site's address, clients may keep the old one for up to an hour", vc.Spec.DNS.Name, dns.TTLSeconds))
-	default:
-		msg := fmt.Sprintf("writing the A record %s in the background (a platform DNS write takes about 30 s)", vc.Spec.DNS.Name)
-		if !obs.dnsProgress.Since.IsZero() {
-			msg += fmt.Sprintf(", started %s ago", time.Since(obs.dnsProgress.Since).Truncate(time.Second))
-		}
-		if obs.dnsProgress.Err != nil {
-			msg += "; the previous attempt failed: " + obs.dnsProgress.Err.Error()
-		}
-		set(vc, capvcov1.DNSReadyCondition, metav1.ConditionFalse, capvcov1.ProvisioningReason, msg)
-	}
-	switch {
-	case !geoCluster:
+	setLoadBalancerCondition(vc, obs)
+	setDNSCondition(vc, obs)
+	if len(decide.Sites(vc.Spec)) > 1 {
+		setGeoMeshCondition(vc, obs)
+		setLocationImages(vc, obs)
+	} else {
 		conditions.Delete(vc, capvcov1.GeoMeshReadyCondition)
 		conditions.Delete(vc, capvcov1.LocationImagesReadyCondition)
-	default:
-		switch {
-		case obs.meshErr != nil:
-			set(vc, capvcov1.GeoMeshReadyCondition, metav1.ConditionFalse, capvcov1.ProvisioningFailedReason, obs.meshErr.Error())
-		case obs.mesh == nil:
-			waiting(capvcov1.GeoMeshReadyCondition, "every site's cloudspace")
-		case !obs.mesh.Connected():
-			set(vc, capvcov1.GeoMeshReadyCondition, metav1.ConditionFalse, capvcov1.ConnectingReason,
-				"links not up yet: "+strings.Join(obs.mesh.Connecting, ", "))
-		default:
-			set(vc, capvcov1.GeoMeshReadyCondition, metav1.ConditionTrue, capvcov1.ProvisionedReason, fmt.Sprintf("%d links connected", obs.mesh.Links))
-		}
-		setLocationImages(vc, obs)
 	}
 	setRegistryCertificate(vc, obs.registry)
 	vc.Status.FailureDomains = nil
@@ -149,6 +99,145 @@ func setClusterStatus(vc *capvcov1.VCOCluster, obs *clusterObserved) {
 	if conditions.IsTrue(vc, capvcov1.ReadyCondition) && vc.Spec.ControlPlaneEndpoint.Host != "" {
 		vc.Status.Initialization.Provisioned = ptr.To(true)
 	}
+}
+
+// waiting says that a condition's piece waits for another.
+func waiting(obj capi.Object, typ, what string) {
+	set(obj, typ, metav1.ConditionUnknown, capvcov1.ProvisioningReason, "waits for "+what)
+}
+
+func setLoadBalancerCondition(vc *capvcov1.VCOCluster, obs *clusterObserved) {
+	switch {
+	case obs.lbErr != nil:
+		set(vc, capvcov1.LoadBalancerReadyCondition, metav1.ConditionFalse, capvcov1.ProvisioningFailedReason, obs.lbErr.Error())
+	case obs.lbDone && vc.Status.LoadBalancer != nil:
+		msg := "no control-plane API server answers yet, so the server pool is empty"
+		if m := vc.Status.LoadBalancer.Members; len(m) > 0 {
+			msg = "server pool members (API servers that answer): " + strings.Join(m, ", ")
+		}
+		if obs.membersErr != nil {
+			msg += "; updating the members failed: " + obs.membersErr.Error()
+		}
+		set(vc, capvcov1.LoadBalancerReadyCondition, metav1.ConditionTrue, capvcov1.ProvisionedReason,
+			fmt.Sprintf("%s:%d; %s", vc.Status.LoadBalancer.Address, lbPort(vc), msg))
+	default:
+		waiting(vc, capvcov1.LoadBalancerReadyCondition, "the primary site's cloudspace")
+	}
+}
+
+func setDNSCondition(vc *capvcov1.VCOCluster, obs *clusterObserved) {
+	switch {
+	case vc.Spec.DNS == nil:
+		conditions.Delete(vc, capvcov1.DNSReadyCondition)
+		vc.Status.DNS = nil
+	case obs.dnsErr != nil:
+		set(vc, capvcov1.DNSReadyCondition, metav1.ConditionFalse, capvcov1.ProvisioningFailedReason, obs.dnsErr.Error())
+	case obs.dnsProgress == nil:
+		waiting(vc, capvcov1.DNSReadyCondition, "the load balancer")
+	case obs.dnsProgress.Done:
+		set(vc, capvcov1.DNSReadyCondition, metav1.ConditionTrue, capvcov1.ProvisionedReason,
+			fmt.Sprintf("A record %s published with the platform's fixed TTL of %d s: after a failover to another site's address, clients may keep the old one for up to an hour", vc.Spec.DNS.Name, dns.TTLSeconds))
+	default:
+		msg := fmt.Sprintf("writing the A record %s in the background (a platform DNS write takes about 30 s)", vc.Spec.DNS.Name)
+		if !obs.dnsProgress.Since.IsZero() {
+			// The start, not the time since: a message that changed every reconcile would be a
+			// status write every reconcile.
+			msg += ", started at " + obs.dnsProgress.Since.UTC().Format(time.RFC3339)
+		}
+		if obs.dnsProgress.Err != nil {
+			msg += "; the previous attempt failed: " + obs.dnsProgress.Err.Error()
+		}
+		set(vc, capvcov1.DNSReadyCondition, metav1.ConditionFalse, capvcov1.ProvisioningReason, msg)
+	}
+}
+
+func setGeoMeshCondition(vc *capvcov1.VCOCluster, obs *clusterObserved) {
+	switch {
+	case obs.meshErr != nil:
+		set(vc, capvcov1.GeoMeshReadyCondition, metav1.ConditionFalse, capvcov1.ProvisioningFailedReason, obs.meshErr.Error())
+	case obs.mesh == nil:
+		waiting(vc, capvcov1.GeoMeshReadyCondition, "every site's cloudspace")
+	case !obs.mesh.Connected():
+		set(vc, capvcov1.GeoMeshReadyCondition, metav1.ConditionFalse, capvcov1.ConnectingReason,
+			"links not up yet: "+strings.Join(obs.mesh.Connecting, ", "))
+	default:
+		set(vc, capvcov1.GeoMeshReadyCondition, metav1.ConditionTrue, capvcov1.ProvisionedReason, fmt.Sprintf("%d links connected", obs.mesh.Links))
+	}
+}
+
+// setClusterRecords writes what the phases found into status: the sites' cloudspaces, the
+// load balancer and its members, the endpoint (once), the DNS record, and what the operator
+// actions and the add-on delivery last checked.
+func setClusterRecords(vc *capvcov1.VCOCluster, obs *clusterObserved) {
+	for _, s := range obs.sites {
+		if s.err == nil {
+			setCloudspaceStatus(vc, s)
+		}
+	}
+	if obs.lb != nil {
+		address := obs.primary().Cloudspace.ExternalNetworkIP
+		members := obs.members
+		if members == nil {
+			members = hostAddresses(obs.pool.Hosts)
+		}
+		setLoadBalancerStatus(vc, obs.lb.ID, obs.pool.ID, address, members)
+		setEndpoint(vc, address, lbPort(vc))
+	}
+	if vc.Spec.DNS != nil && obs.dnsProgress != nil {
+		setDNSStatus(vc, obs.dnsProgress.Done)
+	}
+	setLocationImageRecords(vc, obs.images, obs.now)
+	setRegistryRecord(vc, obs.registry, obs.now)
+}
+
+// setLocationImageRecords records the images checked this pass, and drops the records of
+// locations the spec no longer has.
+func setLocationImageRecords(vc *capvcov1.VCOCluster, img *imagesObserved, now time.Time) {
+	var want map[string]int64
+	if vc.Spec.Geo != nil {
+		want = vc.Spec.Geo.LocationImages
+	}
+	vc.Status.LocationImages = slices.DeleteFunc(vc.Status.LocationImages, func(r capvcov1.LocationImageStatus) bool {
+		_, ok := want[r.Location]
+		return !ok
+	})
+	if len(vc.Status.LocationImages) == 0 {
+		vc.Status.LocationImages = nil
+	}
+	if img == nil || !img.checked {
+		return
+	}
+	for _, o := range img.fresh {
+		rec := capvcov1.LocationImageStatus{Location: o.Location, ID: o.ID, PublishCredential: img.credential, Visible: o.Visible, CheckedAt: metav1.NewTime(now)}
+		if i := slices.IndexFunc(vc.Status.LocationImages, func(r capvcov1.LocationImageStatus) bool { return r.Location == o.Location }); i >= 0 {
+			vc.Status.LocationImages[i] = rec
+		} else {
+			vc.Status.LocationImages = append(vc.Status.LocationImages, rec)
+		}
+	}
+}
+
+// locationImageStatus is the record of a location's image (nil when none).
+func locationImageStatus(vc *capvcov1.VCOCluster, location string) *capvcov1.LocationImageStatus {
+	for i := range vc.Status.LocationImages {
+		if vc.Status.LocationImages[i].Location == location {
+			return &vc.Status.LocationImages[i]
+		}
+	}
+	return nil
+}
+
+// setRegistryRecord records the registry certificate's write of this pass.
+func setRegistryRecord(vc *capvcov1.VCOCluster, obs *registryObserved, now time.Time) {
+	if vc.Spec.Registry == nil || vc.Spec.Registry.CertificateSecretRef == nil {
+		vc.Status.RegistryCertificate = nil
+		return
+	}
+	if obs == nil || !obs.checked || obs.cert == nil {
+		return
+	}
+	vc.Status.RegistryCertificate = &capvcov1.RegistryCertificateStatus{Domain: obs.cert.Domain, SHA256: obs.cert.Fingerprint,
+		Credential: obs.credential, Stored: obs.err == nil, CheckedAt: metav1.NewTime(now)}
 }
 
 func setCloudspaceCondition(vc *capvcov1.VCOCluster, obs *clusterObserved) {
@@ -203,7 +292,7 @@ func cloudspaceRequest(vc *capvcov1.VCOCluster, cluster string, site decide.Site
 }
 
 func setCloudspaceStatus(vc *capvcov1.VCOCluster, s siteObserved) {
-	prev := cloudspaceStatus(vc, s.site.Name)
+	prev := s.recorded
 	entry := capvcov1.CloudspaceStatus{
 		Site: s.site.Name, Location: s.site.Location, ID: s.Cloudspace.ID, Name: s.Cloudspace.Name,
 		ExternalIP: s.Cloudspace.ExternalNetworkIP, Adopted: prev.Adopted || s.Adopted,
@@ -252,6 +341,33 @@ func setDNSStatus(vc *capvcov1.VCOCluster, published bool) {
 	vc.Status.DNS = &capvcov1.DNSStatus{Name: vc.Spec.DNS.Name, Published: published, TTLSeconds: dns.TTLSeconds}
 }
 
+// setMachineRecords writes what the phases found into status: the VM, where it runs, its
+// addresses, when it was read, and the vGPU reservations.
+func setMachineRecords(m *capvcov1.VCOMachine, obs *machineObserved) {
+	if obs.vm != nil && obs.where != nil {
+		setMachineVM(m, obs.where, obs.csID, *obs.vm)
+	}
+	switch {
+	case obs.vmRead:
+		m.Status.VM = &capvcov1.VMStatus{Name: obs.vm.Name, State: obs.vm.Status, CheckedAt: metav1.NewTime(obs.now)}
+	case obs.lost:
+		name := names.VM(m.Name)
+		if m.Status.VM != nil {
+			name = m.Status.VM.Name
+		}
+		m.Status.VM = &capvcov1.VMStatus{Name: name, State: vmStateNotFound, CheckedAt: metav1.NewTime(obs.now)}
+	}
+	if obs.gpusChanged {
+		m.Status.GPUs = obs.gpus
+		if len(m.Status.GPUs) == 0 {
+			m.Status.GPUs = nil
+		}
+	}
+}
+
+// vmStateNotFound is status.vm.state of a VM the platform no longer has.
+const vmStateNotFound = "NotFound"
+
 func setMachineVM(m *capvcov1.VCOMachine, where *site, csID string, v vco.VM) {
 	m.Status.VMID = ptr.To(int64(v.ID))
 	m.Status.CloudspaceID = csID
@@ -281,6 +397,16 @@ func setMachineStatus(m *capvcov1.VCOMachine, obs *machineObserved) {
 		capi.SetReady(m, all, shared)
 		return
 	}
+	setMachineRecords(m, obs)
+	setVMCondition(m, obs)
+	gpusReady := setGPUsCondition(m, obs)
+	capi.SetReady(m, all, shared)
+	if obs.vm != nil && vm.Running(*obs.vm) && gpusReady && !obs.lost {
+		m.Status.Initialization.Provisioned = ptr.To(true)
+	}
+}
+
+func setVMCondition(m *capvcov1.VCOMachine, obs *machineObserved) {
 	if obs.waitReason != "" {
 		conditions.Delete(m, capvcov1.CredentialsReadyCondition)
 		status := metav1.ConditionUnknown
@@ -288,54 +414,53 @@ func setMachineStatus(m *capvcov1.VCOMachine, obs *machineObserved) {
 			status = metav1.ConditionFalse
 		}
 		set(m, capvcov1.VMReadyCondition, status, obs.waitReason, obs.waitMessage)
-	} else {
-		setCredentials(m, obs.credentials)
-		switch {
-		case obs.credentials != nil:
-			set(m, capvcov1.VMReadyCondition, metav1.ConditionUnknown, capvcov1.ProvisioningReason, "waits for usable credentials")
-		case obs.lost:
-			set(m, capvcov1.VMReadyCondition, metav1.ConditionFalse, capvcov1.NotFoundReason,
-				obs.vmErr.Error()+"; it is not recreated under a Machine Cluster API thinks is healthy: delete the Machine to replace it")
-		case obs.vmErr != nil:
-			set(m, capvcov1.VMReadyCondition, metav1.ConditionFalse, capvcov1.ProvisioningFailedReason, obs.vmErr.Error())
-		case obs.vm == nil:
-			set(m, capvcov1.VMReadyCondition, metav1.ConditionUnknown, capvcov1.ProvisioningReason, "creating the VM")
-		case !vm.Running(*obs.vm):
-			set(m, capvcov1.VMReadyCondition, metav1.ConditionFalse, capvcov1.ProvisioningReason,
-				fmt.Sprintf("VM %d (%s) is %s, not RUNNING", obs.vm.ID, obs.vm.Name, obs.vm.Status))
-		default:
-			set(m, capvcov1.VMReadyCondition, metav1.ConditionTrue, capvcov1.ProvisionedReason,
-				fmt.Sprintf("VM %d (%s) runs at %s", obs.vm.ID, obs.vm.Name, obs.vm.PrivateIP()))
-		}
+		return
 	}
-	gpusReady := true
+	setCredentials(m, obs.credentials)
+	switch {
+	case obs.credentials != nil:
+		waiting(m, capvcov1.VMReadyCondition, "usable credentials")
+	case obs.lost:
+		set(m, capvcov1.VMReadyCondition, metav1.ConditionFalse, capvcov1.NotFoundReason,
+			obs.vmErr.Error()+"; it is not recreated under a Machine Cluster API thinks is healthy: delete the Machine to replace it")
+	case obs.vmErr != nil:
+		set(m, capvcov1.VMReadyCondition, metav1.ConditionFalse, capvcov1.ProvisioningFailedReason, obs.vmErr.Error())
+	case obs.vm == nil:
+		set(m, capvcov1.VMReadyCondition, metav1.ConditionUnknown, capvcov1.ProvisioningReason, "creating the VM")
+	case !vm.Running(*obs.vm):
+		set(m, capvcov1.VMReadyCondition, metav1.ConditionFalse, capvcov1.ProvisioningReason,
+			fmt.Sprintf("VM %d (%s) is %s, not RUNNING", obs.vm.ID, obs.vm.Name, obs.vm.Status))
+	default:
+		set(m, capvcov1.VMReadyCondition, metav1.ConditionTrue, capvcov1.ProvisionedReason,
+			fmt.Sprintf("VM %d (%s) runs at %s", obs.vm.ID, obs.vm.Name, obs.vm.PrivateIP()))
+	}
+}
+
+// setGPUsCondition reports the vGPU reservations; ready when none is wanted or all are attached.
+func setGPUsCondition(m *capvcov1.VCOMachine, obs *machineObserved) (ready bool) {
 	switch {
 	case obs.gpuWanted == 0:
 		conditions.Delete(m, capvcov1.GPUsReadyCondition)
+		return true
 	case obs.gpuErr != nil:
-		gpusReady = false
 		set(m, capvcov1.GPUsReadyCondition, metav1.ConditionFalse, capvcov1.ProvisioningFailedReason, obs.gpuErr.Error())
+		return false
 	case obs.vm == nil:
-		gpusReady = false
-		set(m, capvcov1.GPUsReadyCondition, metav1.ConditionUnknown, capvcov1.ProvisioningReason, "waits for the VM")
-	default:
-		attached := 0
-		for _, g := range obs.gpus {
-			if g.Attached {
-				attached++
-			}
-		}
-		if attached < obs.gpuWanted {
-			gpusReady = false
-			set(m, capvcov1.GPUsReadyCondition, metav1.ConditionFalse, capvcov1.ProvisioningReason, fmt.Sprintf("%d of %d vGPUs attached", attached, obs.gpuWanted))
-		} else {
-			set(m, capvcov1.GPUsReadyCondition, metav1.ConditionTrue, capvcov1.ProvisionedReason, fmt.Sprintf("%d vGPUs reserved and attached", attached))
+		waiting(m, capvcov1.GPUsReadyCondition, "the VM")
+		return false
+	}
+	attached := 0
+	for _, g := range obs.gpus {
+		if g.Attached {
+			attached++
 		}
 	}
-	capi.SetReady(m, all, shared)
-	if obs.vm != nil && vm.Running(*obs.vm) && gpusReady && !obs.lost {
-		m.Status.Initialization.Provisioned = ptr.To(true)
+	if attached < obs.gpuWanted {
+		set(m, capvcov1.GPUsReadyCondition, metav1.ConditionFalse, capvcov1.ProvisioningReason, fmt.Sprintf("%d of %d vGPUs attached", attached, obs.gpuWanted))
+		return false
 	}
+	set(m, capvcov1.GPUsReadyCondition, metav1.ConditionTrue, capvcov1.ProvisionedReason, fmt.Sprintf("%d vGPUs reserved and attached", attached))
+	return true
 }
 
 // setLocationImages reports whether every site's location has its image and can see it.
@@ -351,6 +476,13 @@ func setLocationImages(vc *capvcov1.VCOCluster, obs *clusterObserved) {
 	img := obs.images
 	if img == nil {
 		set(metav1.ConditionTrue, capvcov1.ProvisionedReason, "")
+		return
+	}
+	if img.retrying {
+		// The last check's message stands until the retry (status.locationImages[].checkedAt).
+		if conditions.Get(vc, capvcov1.LocationImagesReadyCondition) == nil {
+			set(metav1.ConditionFalse, capvcov1.ProvisioningFailedReason, "the last check failed; it is tried again a minute after it")
+		}
 		return
 	}
 	if img.err != nil {
@@ -371,26 +503,29 @@ func setLocationImages(vc *capvcov1.VCOCluster, obs *clusterObserved) {
 			visible = append(visible, fmt.Sprintf("%s=%d", o.Location, o.ID))
 			continue
 		}
-		switch {
-		case errors.Is(o.Err, imagepublish.ErrNotVisible) && img.credential == "":
-			reason = cmpReason(reason, capvcov1.LocationImageNotVisibleReason)
-			problems = append(problems, fmt.Sprintf("image %d is not visible to the cluster's credential in %s: have your whitesky.cloud operator publish it there, or set spec.geo.imagePublishCredentialSecretRef to an operator credential", o.ID, o.Location))
-		case errors.Is(o.Err, imagepublish.ErrNoSuchImage):
-			reason = cmpReason(reason, capvcov1.LocationImageNotVisibleReason)
-			problems = append(problems, fmt.Sprintf("image %d does not exist in %s: upload it there and put its id in spec.geo.locationImages", o.ID, o.Location))
-		case isForbidden(o.Err):
-			reason = cmpReason(reason, capvcov1.OperatorCredentialForbiddenReason)
-			problems = append(problems, fmt.Sprintf("publishing image %d in %s with the credential of Secret %s (spec.geo.imagePublishCredentialSecretRef) was refused (403): publishing is operator-privileged, so it must be a whitesky.cloud operator credential", o.ID, o.Location, img.credential))
-		default:
-			reason = cmpReason(reason, capvcov1.ProvisioningFailedReason)
-			problems = append(problems, fmt.Sprintf("image %d in %s: %v", o.ID, o.Location, o.Err))
-		}
+		r, problem := imageProblem(o, img.credential)
+		reason = cmpReason(reason, r)
+		problems = append(problems, problem)
 	}
 	if len(problems) > 0 {
 		set(metav1.ConditionFalse, reason, strings.Join(problems, "; "))
 		return
 	}
 	set(metav1.ConditionTrue, capvcov1.ProvisionedReason, "every site's location sees its image: "+strings.Join(visible, ", "))
+}
+
+// imageProblem says why a location's image is not visible and what to do.
+func imageProblem(o imagepublish.Outcome, credential string) (reason, problem string) {
+	switch {
+	case errors.Is(o.Err, imagepublish.ErrNotVisible) && credential == "":
+		return capvcov1.LocationImageNotVisibleReason, fmt.Sprintf("image %d is not visible to the cluster's credential in %s: have your whitesky.cloud operator publish it there, or set spec.geo.imagePublishCredentialSecretRef to an operator credential", o.ID, o.Location)
+	case errors.Is(o.Err, imagepublish.ErrNoSuchImage):
+		return capvcov1.LocationImageNotVisibleReason, fmt.Sprintf("image %d does not exist in %s: upload it there and put its id in spec.geo.locationImages", o.ID, o.Location)
+	case isForbidden(o.Err):
+		return capvcov1.OperatorCredentialForbiddenReason, fmt.Sprintf("publishing image %d in %s with the credential of Secret %s (spec.geo.imagePublishCredentialSecretRef) was refused (403): publishing is operator-privileged, so it must be a whitesky.cloud operator credential", o.ID, o.Location, credential)
+	default:
+		return capvcov1.ProvisioningFailedReason, fmt.Sprintf("image %d in %s: %v", o.ID, o.Location, o.Err)
+	}
 }
 
 // cmpReason keeps the first reason of a list of problems.
@@ -417,6 +552,12 @@ func setRegistryCertificate(vc *capvcov1.VCOCluster, obs *registryObserved) {
 		return
 	case obs == nil:
 		set(metav1.ConditionUnknown, capvcov1.ProvisioningReason, "waits for usable credentials")
+		return
+	case obs.retrying:
+		// The last write's message stands until the retry (status.registryCertificate.checkedAt).
+		if conditions.Get(vc, capvcov1.RegistryCertificateReadyCondition) == nil {
+			set(metav1.ConditionFalse, capvcov1.ProvisioningFailedReason, "the last write failed; it is tried again a minute after it")
+		}
 		return
 	}
 	using := fmt.Sprintf("the credential of Secret %s (spec.registry.certCredentialSecretRef)", obs.credential)

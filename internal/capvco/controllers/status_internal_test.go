@@ -3,6 +3,7 @@ package controllers
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -178,11 +179,15 @@ func withRegistryObs(r *registryObserved) func() *clusterObserved {
 
 // TestTeardownMessages: each step of a VCOCluster's teardown names itself in Deleting.
 func TestTeardownMessages(t *testing.T) {
-	for step := stepMachines; step < stepDone; step++ {
+	if len(teardownSteps) != 8 {
+		t.Fatalf("%d teardown steps", len(teardownSteps))
+	}
+	stepLinks := slices.IndexFunc(teardownSteps, func(s teardownStep) bool { return s.name == "deleting the connected-cloudspace links" })
+	for step := range teardownSteps {
 		vc := &capvcov1.VCOCluster{}
 		setClusterStatus(vc, &clusterObserved{teardownActive: true, teardown: teardownProgress{step: step, err: errors.New("boom")}})
 		c := conditions.Get(vc, clusterv1.DeletingCondition)
-		want := fmt.Sprintf("step %d/8: %s", int(step)+1, stepNames[step])
+		want := fmt.Sprintf("step %d/8: %s", step+1, teardownSteps[step].name)
 		if c == nil || c.Status != metav1.ConditionTrue || !strings.HasPrefix(c.Message, want) || !strings.HasSuffix(c.Message, ": boom") {
 			t.Errorf("step %d: Deleting = %+v, want %q...: boom", step, c, want)
 		}

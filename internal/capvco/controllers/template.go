@@ -4,10 +4,14 @@ import (
 	"context"
 	"maps"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/annotations"
 	"sigs.k8s.io/cluster-api/util/patch"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 	"github.com/capx-io/capx/internal/capvco/decide"
@@ -19,7 +23,11 @@ import (
 type templateReconciler struct{ client client.Client }
 
 func (r *templateReconciler) setup(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).For(&capvcov1.VCOMachineTemplate{}).Named("VCOMachineTemplate").Complete(r)
+	// A Cluster's pause transitions bring its templates back (those it names in their
+	// cluster-name label).
+	return ctrl.NewControllerManagedBy(mgr).For(&capvcov1.VCOMachineTemplate{}).Named("VCOMachineTemplate").
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToTemplates(r.client))).
+		Complete(r)
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -28,12 +36,37 @@ func (r *templateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.client.Get(ctx, req.NamespacedName, t); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if paused, err := r.paused(ctx, t); paused || err != nil {
+		// A paused object is never changed (clusterctl move copies it meanwhile); the end of
+		// the pause brings the template back (its annotation's removal, or the Cluster's watch).
+		ctrl.LoggerFrom(ctx).V(4).Info("Paused: the template is left as it is")
+		return ctrl.Result{}, err
+	}
 	helper, err := patch.NewHelper(t, r.client)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	setTemplateCapacity(t)
 	return ctrl.Result{}, helper.Patch(ctx, t, patch.WithOwnedConditions{Conditions: []string{capvcov1.CapacityPublishedCondition}})
+}
+
+// paused: the template has the paused annotation, or the Cluster its cluster-name label names
+// is paused.
+func (r *templateReconciler) paused(ctx context.Context, t *capvcov1.VCOMachineTemplate) (bool, error) {
+	var cluster *clusterv1.Cluster
+	if name := t.Labels[clusterv1.ClusterNameLabel]; name != "" {
+		c := &clusterv1.Cluster{}
+		switch err := r.client.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: name}, c); {
+		case err == nil:
+			cluster = c
+		case !apierrors.IsNotFound(err):
+			return false, err
+		}
+	}
+	if cluster == nil {
+		return annotations.HasPaused(t), nil
+	}
+	return annotations.IsPaused(cluster, t), nil
 }
 
 // setTemplateCapacity is the template's pure setter.

@@ -37,6 +37,19 @@ func clusterToMachines(c client.Client) func(context.Context, client.Object) []r
 	}
 }
 
+// clusterToTemplates enqueues the VCOMachineTemplates that name a Cluster in their
+// cluster-name label (its pause transitions concern them).
+func clusterToTemplates(c client.Client) func(context.Context, client.Object) []reconcile.Request {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list capvcov1.VCOMachineTemplateList
+		if err := c.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: o.GetName()}); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Listing the Cluster's VCOMachineTemplates")
+			return nil
+		}
+		return requests(list.Items)
+	}
+}
+
 func listSameCluster(ctx context.Context, c client.Client, o client.Object, list client.ObjectList) bool {
 	name := o.GetLabels()[clusterv1.ClusterNameLabel]
 	if name == "" {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -213,4 +214,28 @@ func Capacity(spec capvcov1.VCOMachineSpec) (annotations map[string]string, reas
 		annotations[CapacityGPU] = strconv.Itoa(GPUCount(g))
 	}
 	return annotations, reason, message
+}
+
+// OperatorRetry is how soon a refused or failed operator action (publishing a location image,
+// writing the registry certificate) is tried again.
+const OperatorRetry = time.Minute
+
+// OperatorCheckDue says whether an operator action whose inputs are unchanged since it was
+// last checked at checkedAt runs again: never after a success, OperatorRetry after a failure.
+func OperatorCheckDue(succeeded bool, checkedAt, now time.Time) bool {
+	return !succeeded && !now.Before(checkedAt.Add(OperatorRetry))
+}
+
+// VMReadDue says whether a machine's VM is read from the platform again, and if not, when it
+// is: the VM recorded as last read (state and time) stands for resync while it was running and
+// is the machine's recorded VM; anything else is read now.
+func VMReadDue(recorded *capvcov1.VMStatus, recordedID, id int, resync time.Duration, now time.Time) (due bool, next time.Duration) {
+	if recorded == nil || recordedID != id || !strings.EqualFold(recorded.State, "RUNNING") {
+		return true, 0
+	}
+	left := recorded.CheckedAt.Add(resync).Sub(now)
+	if left <= 0 || left > resync {
+		return true, 0 // stale, or recorded by a clock ahead of this one
+	}
+	return false, left
 }
