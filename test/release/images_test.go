@@ -4,6 +4,8 @@ package release
 
 import (
 	"archive/tar"
+	"crypto/x509"
+	"encoding/pem"
 	"io"
 	"os"
 	"path/filepath"
@@ -20,7 +22,8 @@ import (
 
 // TestImages reads the snapshot's OCI layouts back: the manager image has one image per linux
 // architecture goreleaser built the manager for, the module base image has OpenTofu at
-// /captf/runtime and an empty /captf/module; both carry the OCI labels, run as 65532, and the
+// /captf/runtime and an empty /captf/module; both hold the base (users, CA roots, time zones,
+// /tmp), carry the OCI labels, run as 65532, and the
 // binary of this machine's image runs (the manager prints the snapshot's version, tofu its own).
 func TestImages(t *testing.T) {
 	s := loadSnapshot(t)
@@ -39,9 +42,9 @@ func TestImages(t *testing.T) {
 		paths            map[string]byte // path in the image -> tar type
 	}{
 		{"capx-manager", "/manager", managerArchs, []string{"version"}, s.version,
-			map[string]byte{"manager": tar.TypeReg}},
+			withBase(map[string]byte{"manager": tar.TypeReg})},
 		{"captf-module-base", "/captf/runtime", nil, []string{"version"}, "OpenTofu v",
-			map[string]byte{"captf/runtime": tar.TypeReg, "captf/module": tar.TypeDir}},
+			withBase(map[string]byte{"captf/runtime": tar.TypeReg, "captf/module": tar.TypeDir})},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -116,10 +119,44 @@ func TestImages(t *testing.T) {
 					t.Errorf("%s: type %q in the image, want %q", path, seen[path], typ)
 				}
 			}
+			if n := countCertificates(t, filepath.Join(root, "etc", "ssl", "certs", "ca-certificates.crt")); n < 100 {
+				t.Errorf("the CA bundle Go reads holds %d certificates, want Mozilla's roots (over 100)", n)
+			}
 			if out := run(t, nil, filepath.Join(root, c.entrypoint), c.args...); !strings.Contains(out, c.want) {
 				t.Errorf("%s %s printed %q, want %q in it", c.entrypoint, strings.Join(c.args, " "), out, c.want)
 			}
 		})
+	}
+}
+
+// withBase adds what every image's base holds (hack/releaseimages, test/images/base.go): the
+// users, the CA roots where Go looks for them, the time zone database, /tmp.
+func withBase(paths map[string]byte) map[string]byte {
+	for p, typ := range map[string]byte{"etc/passwd": tar.TypeReg, "etc/group": tar.TypeReg,
+		"etc/ssl/certs/ca-certificates.crt": tar.TypeReg, "usr/share/zoneinfo/Europe/Amsterdam": tar.TypeReg,
+		"tmp": tar.TypeDir, "home/nonroot": tar.TypeDir} {
+		paths[p] = typ
+	}
+	return paths
+}
+
+// countCertificates parses a PEM bundle and counts its certificates.
+func countCertificates(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for {
+		var blk *pem.Block
+		if blk, b = pem.Decode(b); blk == nil {
+			return n
+		}
+		if _, err := x509.ParseCertificate(blk.Bytes); err != nil {
+			t.Fatalf("%s: certificate %d: %v", path, n+1, err)
+		}
+		n++
 	}
 }
 
