@@ -37,7 +37,7 @@ func NewCommand(stop <-chan struct{}) (*cobra.Command, error) {
 
 	var cfg config.Config
 	cmd := app.NewCloudControllerManagerCommand(opts, func(*cloudcontrollerconfig.CompletedConfig) cloudprovider.Interface {
-		return New(cfg, FromCredentials(cfg, vco.NewFactory(vco.Options{})),
+		return New(cfg, FromCredentials(cfg, vco.NewFactory(cfg.Platform.ClientOptions())),
 			servicelb.HTTPProber{Timeout: cfg.LoadBalancer.ProbeTimeout()})
 	}, Controllers(), names.CCMControllerAliases(), cliflag.NamedFlagSets{}, stop)
 	cmd.Use = "capvco-cloud-controller-manager"
@@ -58,7 +58,12 @@ Ready nodes that answer the Service's health check. Its credential and cluster c
 		if err != nil {
 			return err
 		}
-		if _, err := c.Credentials(); err != nil {
+		creds, err := c.Credentials()
+		if err != nil {
+			return err
+		}
+		// The endpoint policy too: a credential the platform block refuses stops the CCM here.
+		if _, err := vco.New(creds, c.Platform.ClientOptions()); err != nil {
 			return err
 		}
 		cfg = c

@@ -94,10 +94,15 @@ func BuildController(ctx context.Context, path string) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := cfg.Credentials(); err != nil {
+	creds, err := cfg.Credentials()
+	if err != nil {
 		return nil, err
 	}
-	f := vco.NewFactory(vco.Options{})
+	// The endpoint policy too: a credential the platform block refuses stops the driver here.
+	if _, err := vco.New(creds, cfg.Platform.ClientOptions()); err != nil {
+		return nil, err
+	}
+	f := vco.NewFactory(cfg.Platform.ClientOptions())
 	keys, err := Keys(cfg.Encryption)
 	if err != nil {
 		return nil, err

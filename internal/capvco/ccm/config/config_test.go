@@ -129,3 +129,37 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestPlatform: the platform block is the client's endpoint policy, and refusals name its
+// fields; a bad allow-list entry stops the file.
+func TestPlatform(t *testing.T) {
+	c, err := Parse([]byte(good + "platform: {allowHTTP: true, allowedHosts: [vcosim.capvco-system.svc:8080]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := c.Platform.ClientOptions()
+	if !o.AllowHTTP || len(o.AllowedHosts) != 1 || o.Flags.AllowHTTP != "platform.allowHTTP" {
+		t.Fatalf("options %+v", o)
+	}
+	creds := vco.Credentials{URL: "http://vco.example.com/api/1", Customer: "acme", JWT: testJWT}
+	for _, tc := range []struct {
+		name     string
+		platform Platform
+		want     string
+	}{
+		{"plain http without allowHTTP", Platform{}, "platform.allowHTTP"},
+		{"host not listed", Platform{AllowHTTP: true, AllowedHosts: []string{"vcosim:8080"}}, "platform.allowedHosts=vcosim:8080"},
+		{"allowed", Platform{AllowHTTP: true, AllowedHosts: []string{"vco.example.com"}}, ""},
+	} {
+		_, err := vco.New(creds, tc.platform.ClientOptions())
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := Parse([]byte(good + "platform: {allowedHosts: ['https://vco.example.com/']}\n")); err == nil || !strings.Contains(err.Error(), "platform.allowedHosts") {
+		t.Errorf("a URL in allowedHosts: %v", err)
+	}
+}
+
+// testJWT is a well-formed token (header.payload.signature) for the client's format check.
+const testJWT = "eyJhbGciOiJIUzI1NiJ9.eyJleHAiOjQxMDI0NDQ4MDB9.c2ln"

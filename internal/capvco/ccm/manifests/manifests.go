@@ -38,6 +38,8 @@ type Options struct {
 	Cluster      config.Cluster
 	Sites        []config.Site
 	LoadBalancer config.LoadBalancer
+	// Platform is where the credential may send the CCM (the deliverer's own endpoint policy).
+	Platform config.Platform
 	// Replicas defaults to 2: one leads, the other waits on another control-plane node.
 	Replicas int
 }
@@ -53,7 +55,7 @@ func Render(o Options) ([]byte, error) {
 	if o.Replicas == 0 {
 		o.Replicas = 2
 	}
-	cfg := config.Config{CredentialsDir: CredentialsDir, Cluster: o.Cluster, Sites: o.Sites, LoadBalancer: o.LoadBalancer}
+	cfg := config.Config{CredentialsDir: CredentialsDir, Cluster: o.Cluster, Sites: o.Sites, LoadBalancer: o.LoadBalancer, Platform: o.Platform}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("manifests: cloud-config: %w", err)
 	}

@@ -54,6 +54,9 @@ type Options struct {
 	// token (mounted at VaultTokenDir).
 	Encryption         config.Encryption
 	TransitTokenSecret string
+	// Platform is where the credential may send the controller (the deliverer's own endpoint
+	// policy).
+	Platform config.Platform
 	// Replicas of the controller; default 2 (the sidecars elect a leader).
 	Replicas int
 	// MaxVolumes per node; default 15 (the simulator's 16 disks less the boot disk).
@@ -98,7 +101,7 @@ func Render(o Options) ([]byte, error) {
 	if o.MaxVolumes == 0 {
 		o.MaxVolumes = 15
 	}
-	ctrl := config.Config{CredentialsDir: CredentialsDir, Cluster: o.Cluster, Sites: o.Sites, Encryption: enc}
+	ctrl := config.Config{CredentialsDir: CredentialsDir, Cluster: o.Cluster, Sites: o.Sites, Encryption: enc, Platform: o.Platform}
 	if err := ctrl.Validate(); err != nil {
 		return nil, fmt.Errorf("manifests: config: %w", err)
 	}
