@@ -186,7 +186,7 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 		return r.startFailed(ctx, p, name, err)
 	}
 	if err := r.setBlockMove(ctx, p, true); err != nil {
-		return err
+		return r.startFailed(ctx, p, name, err) // no Job follows: the leases go back now
 	}
 	if err := r.client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
 		// No Job runs, so nothing may block a move (nor flip the annotation on every retry).

@@ -5,9 +5,13 @@
 //
 // A lease names the Job about to be created as its holder: Job names are deterministic, so a
 // reconcile that crashed between taking a lease and creating the Job takes its own lease
-// again. A lease whose holder never appeared is free after a one-minute grace; a lease whose
-// holder finished is free at once; every lease is free after a backstop well past the
-// holder's deadline, so a lost release never blocks an object for good.
+// again. Each lease has one taker (its object; a cluster's operation lease, the
+// TerraformCluster), whose passes never overlap: to its taker, a lease whose holder Job does not
+// exist is free at once (nothing is about to create it), unless a Pod of that Job still stops.
+// To anyone else reading it, such a lease is free after a one-minute grace (its taker may be
+// creating the Job right now). A lease whose holder finished is free at once; every lease is free
+// after a backstop well past the holder's deadline, so a lost release never blocks an object for
+// good. A Take that ends without a Job to follow (an error) gives back what it took.
 //
 // Leases are always read live (never from a cache) and written with the resourceVersion just
 // read: two reconciles that race for a lease cannot both win, and the loser waits for the next
@@ -18,6 +22,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -132,13 +137,25 @@ func (l *Leases) Take(ctx context.Context, req Request) (*Wait, error) {
 			return nil, nil
 		}
 		if w, err := l.acquire(ctx, cluster, KindCluster, req); w != nil || err != nil {
+			if err != nil {
+				err = errors.Join(err, l.release(ctx, o.Namespace, run, req.Holder))
+			}
 			return w, err
 		}
-		return l.waitForMembers(ctx, o)
+		w, err := l.waitForMembers(ctx, o)
+		if err != nil {
+			// A wait keeps both leases (writers are preferred); an error starts nothing.
+			err = errors.Join(err, l.Release(ctx, o, req.Holder))
+		}
+		return w, err
 	}
 	lease, live, err := l.read(ctx, o.Namespace, cluster)
-	if err != nil || !live {
-		return nil, err
+	if err != nil {
+		// No Job follows this Take: the run lease goes back now, not after a grace.
+		return nil, errors.Join(err, l.release(ctx, o.Namespace, run, req.Holder))
+	}
+	if !live {
+		return nil, nil
 	}
 	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
 	if err := l.release(ctx, o.Namespace, run, req.Holder); err != nil {
@@ -186,16 +203,8 @@ func (l *Leases) acquire(ctx context.Context, name, kind string, req Request) (*
 		return nil, nil
 	}
 	if holder != req.Holder {
-		free, err := l.free(ctx, have)
-		if err != nil {
-			return nil, err
-		}
-		if !free {
-			return &Wait{
-				Reason:  captfv1.WaitingForRunLeaseReason,
-				Message: fmt.Sprintf("Waiting for Job %s, which holds Lease %s, to finish", holder, name),
-				Holders: []string{holder},
-			}, nil
+		if w, err := l.holds(ctx, have); w != nil || err != nil {
+			return w, err
 		}
 	}
 	// Taken with the resourceVersion just read: a concurrent taker makes this a conflict.
@@ -253,6 +262,50 @@ func (l *Leases) read(ctx context.Context, namespace, name string) (*coordinatio
 	}
 	free, err := l.free(ctx, lease)
 	return lease, !free, err
+}
+
+// holds is how a lease looks to its one taker (an object takes its own run lease, a
+// TerraformCluster its cluster's operation lease): the Wait it holds that taker's next Job with,
+// nil when it may be taken over. The holder Job is read live. One that does not exist was named
+// by an earlier pass of the same taker that ended without creating it (a failure between taking
+// the lease and creating the Job, a crash, a cluster's claim while its members ran): passes of
+// one object never overlap, so nothing is about to create it and no grace is waited out. Only a
+// Pod of it still stopping (a Job deleted while it ran, which may be saving the state) holds the
+// lease then. Readers that do not take the lease (a cluster weighing its members' run leases, a
+// member the cluster's lease) give a missing holder the grace instead (free): its taker may be
+// between taking the lease and creating the Job at that very moment.
+func (l *Leases) holds(ctx context.Context, lease *coordinationv1.Lease) (*Wait, error) {
+	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+	if holder == "" {
+		return nil, nil
+	}
+	job := &batchv1.Job{}
+	now := l.clock.Now()
+	switch err := l.reader.Get(ctx, client.ObjectKey{Namespace: lease.Namespace, Name: holder}, job); {
+	case apierrors.IsNotFound(err):
+		if pastBackstop(lease, now) {
+			return nil, nil
+		}
+		alive, err := jobs.PodsAlive(ctx, l.reader, lease.Namespace, holder)
+		if err != nil || !alive {
+			return nil, err
+		}
+		return &Wait{
+			Reason:  captfv1.WaitingForRunLeaseReason,
+			Message: fmt.Sprintf("Waiting for a Pod of Job %s, which is gone, to stop: it may still be saving the state (Lease %s)", holder, lease.Name),
+			Holders: []string{holder},
+		}, nil
+	case err != nil:
+		return nil, fmt.Errorf("leases: read Job %s/%s holding Lease %s: %w", lease.Namespace, holder, lease.Name, err)
+	}
+	if Free(lease, job, now) {
+		return nil, nil
+	}
+	return &Wait{
+		Reason:  captfv1.WaitingForRunLeaseReason,
+		Message: fmt.Sprintf("Waiting for Job %s, which holds Lease %s, to finish", holder, lease.Name),
+		Holders: []string{holder},
+	}, nil
 }
 
 // free reads the lease's holder Job (live) and decides with Free.

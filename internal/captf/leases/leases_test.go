@@ -179,7 +179,8 @@ func TestTakeAndRelease(t *testing.T) {
 	g.Expect(f.takeWrites()).To(Equal([]string{"update " + name}))
 	g.Expect(f.lease(name).Spec.AcquireTime.Time.Unix()).To(Equal(f.clock.Now().Unix()))
 
-	// Another Job of the object waits while job-a may still appear.
+	// Another Job of the object waits while job-a runs.
+	f.job("job-a")
 	w, err = f.leases.Take(ctx, req(m, "job-b", contract.OpRefresh))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(w).To(Equal(&Wait{Reason: "WaitingForRunLease", Holders: []string{"job-a"},
@@ -197,16 +198,38 @@ func TestTakeAndRelease(t *testing.T) {
 func TestTakeOver(t *testing.T) {
 	ctx := context.Background()
 
-	t.Run("a holder that never appeared, after the grace", func(t *testing.T) {
+	// Issue 25: an earlier pass of the object took the lease and ended without creating its
+	// Job (an error in between, a crash, inputs edited again since). Nothing will create that
+	// Job, and the object's own passes never overlap: its next Job takes the lease at once
+	// instead of waiting out a grace for a Job that does not exist.
+	t.Run("a holder that was never created, at once", func(t *testing.T) {
 		g := NewWithT(t)
 		f := newFixture(t)
 		m := f.object(contract.KindMachine, "m1")
-		g.Expect(f.leases.Take(ctx, req(m, "crashed", contract.OpApply))).To(BeNil())
-		f.clock.Step(59 * time.Second)
-		g.Expect(f.leases.Take(ctx, req(m, "next", contract.OpApply))).NotTo(BeNil())
-		f.clock.Step(2 * time.Second)
-		g.Expect(f.leases.Take(ctx, req(m, "next", contract.OpApply))).To(BeNil())
+		g.Expect(f.leases.Take(ctx, req(m, "never-created", contract.OpApply))).To(BeNil())
+		w, err := f.leases.Take(ctx, req(m, "next", contract.OpApply))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(w).To(BeNil())
 		g.Expect(*f.lease(RunLeaseName(m)).Spec.HolderIdentity).To(Equal("next"))
+		obs, err := f.leases.Observe(ctx, m, true)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(obs.Run).To(BeNil(), "the observation agrees")
+	})
+
+	t.Run("so does a cluster's claim on its cluster lease", func(t *testing.T) {
+		g := NewWithT(t)
+		f := newFixture(t)
+		c := f.object(contract.KindCluster, "c1")
+		member := f.object(contract.KindMachine, "m1")
+		g.Expect(f.leases.Take(ctx, req(member, "m1-apply", contract.OpApply))).To(BeNil())
+		f.job("m1-apply")
+		w, err := f.leases.Take(ctx, req(c, "c1-apply-old", contract.OpApply))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(w.Reason).To(Equal("WaitingForMachineOperations"), "the claim keeps both leases")
+		g.Expect(f.leases.Release(ctx, member, "m1-apply")).To(Succeed())
+		// The cluster's inputs changed meanwhile: its next Job has another name.
+		g.Expect(f.leases.Take(ctx, req(c, "c1-apply-new", contract.OpApply))).To(BeNil())
+		g.Expect(*f.lease(ClusterLeaseName(f.ns, "c1")).Spec.HolderIdentity).To(Equal("c1-apply-new"))
 	})
 
 	t.Run("a running holder, only after the backstop", func(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,9 +17,10 @@ import (
 // Observation is what the leases a Job of an object needs look like now. Each wait is nil when
 // that lease would not hold the Job back.
 type Observation struct {
-	// Run is set while the object's run lease is held by a Job of the object that still runs.
-	// A holder that does not exist (yet) is left to Take: it is the object's own start, which
-	// Take resumes when it names the same Job and waits out otherwise.
+	// Run is set while the object's run lease is held by a Job of the object that still runs
+	// (or a Pod of one that is gone still stops). A holder that does not exist is not waited
+	// for: it was named by an earlier pass of the object that ended without creating it, and
+	// Take takes the lease over (or resumes it, when it names the same Job).
 	Run *Wait
 	// Cluster (machines and pools, under the gate) is set while the cluster's operation lease
 	// is held.
@@ -61,24 +62,15 @@ func (l *Leases) Observe(ctx context.Context, o jobs.Owner, gate bool) (Observat
 	return obs, nil
 }
 
-// runHeld reads the object's run lease and its holder Job.
+// runHeld reads the object's run lease as its taker sees it (holds).
 func (l *Leases) runHeld(ctx context.Context, o jobs.Owner) (*Wait, error) {
 	name := RunLeaseName(o)
-	lease, live, err := l.read(ctx, o.Namespace, name)
-	if err != nil || !live {
-		return nil, err
+	lease := &coordinationv1.Lease{}
+	if err := l.reader.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: name}, lease); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("leases: read Lease %s/%s: %w", o.Namespace, name, err)
 	}
-	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
-	job := &batchv1.Job{}
-	switch err := l.reader.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: holder}, job); {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("leases: read Job %s/%s holding Lease %s: %w", o.Namespace, holder, name, err)
-	}
-	return &Wait{
-		Reason:  captfv1.WaitingForRunLeaseReason,
-		Message: fmt.Sprintf("Waiting for Job %s, which holds Lease %s, to finish", holder, name),
-		Holders: []string{holder},
-	}, nil
+	return l.holds(ctx, lease)
 }

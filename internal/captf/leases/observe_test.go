@@ -24,8 +24,8 @@ func TestObserve(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(obs).To(Equal(Observation{}), "nothing held")
 
-	// The machine's own start took its run lease but its Job does not exist yet: Take resumes
-	// or waits it out, so the observation does not hold the start back.
+	// The machine's own start took its run lease but its Job does not exist: Take resumes or
+	// takes it over, so the observation does not hold the start back.
 	g.Expect(f.leases.Take(ctx, req(m, "m1-apply", contract.OpApply))).To(BeNil())
 	obs, err = f.leases.Observe(ctx, m, true)
 	g.Expect(err).NotTo(HaveOccurred())
