@@ -119,6 +119,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 			MachineConcurrency: o.Concurrency["vcomachine"],
 			AllowHTTP:          o.VCOAllowHTTP,
 			AllowedHosts:       o.VCOAllowedHosts,
+			Addons:             capvcocontrollers.AddonOptions{ImageRepository: o.CAPVCOAddonImageRepository, Images: o.CAPVCOAddonImages},
 		}); err != nil {
 			return nil, fmt.Errorf("set up CAPVCO controllers: %w", err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/viper"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/capx-io/capx/internal/capvco/addons"
 	"github.com/capx-io/capx/internal/vco"
 )
 
@@ -56,6 +57,11 @@ type Options struct {
 	// CAPVCO client settings: where tenants' credential Secrets may send the manager.
 	VCOAllowHTTP    bool
 	VCOAllowedHosts []string
+
+	// CAPVCO add-on images (docs/capvco/addons.md): the repository of the project's images, and
+	// single components' overrides.
+	CAPVCOAddonImageRepository string
+	CAPVCOAddonImages          map[string]string
 
 	// SkipControllerNameValidation lets several managers run one after another in one process,
 	// as tests do (controller-runtime refuses a controller name it saw before). No flag sets it.
@@ -101,6 +107,8 @@ func AddFlags(fs *pflag.FlagSet) {
 		fs.Int(k+"-concurrency", 10, fmt.Sprintf("Concurrent reconciles of %s objects (caps reconciles, not Jobs).", k))
 	}
 	fs.Bool("vco-allow-http", false, "Let CAPVCO send tokens and client secrets over plain http to any host a credential Secret names (a whitesky.cloud simulator in the cluster); never for whitesky.cloud. Loopback hosts never need it; a Secret cannot ask for it.")
+	fs.String("capvco-addon-image-repository", addons.DefaultImageRepository, "Registry and organisation of the project's images CAPVCO installs into every workload cluster, as <repository>/<component>:<manager version>.")
+	fs.StringSlice("capvco-addon-image", nil, "The image of one add-on component, <component>=<image> (repeatable or comma-separated), e.g. capvco-cloud-controller-manager=registry.example.com/ccm:v1. Components: "+strings.Join(addons.Components(), ", ")+".")
 	fs.StringSlice("vco-allowed-hosts", nil, "The only hosts (host or host:port, comma-separated) CAPVCO credential Secrets' url and iamURL may name; empty: any host. A link-local or metadata address such as 169.254.169.254 is refused unless listed.")
 }
 
@@ -144,7 +152,31 @@ func Load(v *viper.Viper) (*Options, error) {
 	}
 	hosts, err := vco.ParseAllowedHosts("--vco-allowed-hosts", splitCommas(v.GetStringSlice("vco-allowed-hosts")))
 	o.VCOAllowedHosts = hosts
-	return o, errors.Join(err, o.validate())
+	o.CAPVCOAddonImageRepository = v.GetString("capvco-addon-image-repository")
+	images, imgErr := parseAddonImages(splitCommas(v.GetStringSlice("capvco-addon-image")))
+	o.CAPVCOAddonImages = images
+	return o, errors.Join(err, imgErr, o.validate())
+}
+
+// parseAddonImages reads --capvco-addon-image entries, <component>=<image>.
+func parseAddonImages(entries []string) (map[string]string, error) {
+	var errs []error
+	out := map[string]string{}
+	for _, e := range entries {
+		if strings.TrimSpace(e) == "" {
+			continue
+		}
+		name, img, ok := strings.Cut(strings.TrimSpace(e), "=")
+		switch {
+		case !ok || name == "" || img == "":
+			errs = append(errs, fmt.Errorf("--capvco-addon-image %q: want <component>=<image>", e))
+		case !slices.Contains(addons.Components(), name):
+			errs = append(errs, fmt.Errorf("--capvco-addon-image %q: unknown component %q (known: %s)", e, name, strings.Join(addons.Components(), ", ")))
+		default:
+			out[name] = img
+		}
+	}
+	return out, errors.Join(errs...)
 }
 
 // splitCommas splits every element at commas: an environment or config-file value arrives as

@@ -31,6 +31,11 @@ const (
 	// certificate store, when spec.registry.certificateSecretRef is set.
 	RegistryCertificateReadyCondition = "RegistryCertificateReady"
 
+	// AddonsReadyCondition reports the add-ons in the workload cluster: which are installed, at
+	// which version, whether their workloads are available, and what failed. It is not part of
+	// Ready: the add-ons can only be installed once the cluster's control plane runs.
+	AddonsReadyCondition = "AddonsReady"
+
 	// VMReadyCondition reports the machine's VM.
 	VMReadyCondition = "VMReady"
 	// GPUsReadyCondition reports the machine's vGPU reservations.
@@ -82,6 +87,16 @@ const (
 	// GPUVendorUnsupportedReason: the vendor's device plugin does not ship yet, so the GPU is
 	// left out of the published capacity.
 	GPUVendorUnsupportedReason = "GPUVendorUnsupported"
+
+	// WaitingForControlPlaneReason: the workload cluster's kubeconfig Secret (written by Cluster
+	// API once the control plane is initialized) does not exist yet.
+	WaitingForControlPlaneReason = "WaitingForControlPlane"
+	// AddonsFailedReason: an add-on could not be rendered or applied; the message says which and
+	// why.
+	AddonsFailedReason = "AddonsFailed"
+	// AddonsNotAvailableReason: the add-ons are applied but a Deployment or DaemonSet of theirs
+	// does not have its replicas available yet.
+	AddonsNotAvailableReason = "AddonsNotAvailable"
 
 	// AdoptedLiveCloudspaceEvent is the Warning event emitted when a cloudspace adopted by name
 	// already ran VMs: two VCOClusters may be managing the same infrastructure.

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 )
@@ -64,7 +65,7 @@ type VCOMachineTemplateResource struct {
 // +kubebuilder:storageversion
 
 // VCOMachineTemplate is a template for VCOMachines. The controller publishes its machines'
-// capacity as cluster-autoscaler scale-from-zero annotations.
+// capacity in status.capacity and status.nodeInfo for the cluster autoscaler's scale from zero.
 type VCOMachineTemplate struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -75,12 +76,35 @@ type VCOMachineTemplate struct {
 
 // VCOMachineTemplateStatus is the observed state of a VCOMachineTemplate.
 type VCOMachineTemplateStatus struct {
-	// conditions: CapacityPublished says whether the scale-from-zero annotations are complete.
+	// conditions: CapacityPublished says whether capacity describes the machines completely.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// capacity of each machine of the template, for the cluster autoscaler's scale from zero
+	// (CAPI's InfraMachineTemplate contract): cpu, memory, ephemeral-storage (the boot disk)
+	// and the GPU resource of a vendor whose device plugin ships.
+	// +optional
+	Capacity corev1.ResourceList `json:"capacity,omitempty"`
+
+	// nodeInfo is the architecture and operating system of the machines' nodes.
+	// +optional
+	NodeInfo NodeInfo `json:"nodeInfo,omitempty,omitzero"`
+}
+
+// NodeInfo is the architecture and operating system of a template's nodes.
+// +kubebuilder:validation:MinProperties=1
+type NodeInfo struct {
+	// architecture of the nodes' CPUs: whitesky.cloud VMs are amd64.
+	// +optional
+	// +kubebuilder:validation:Enum=amd64;arm64;s390x;ppc64le
+	Architecture string `json:"architecture,omitempty"`
+	// operatingSystem of the nodes: linux.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	OperatingSystem string `json:"operatingSystem,omitempty"`
 }
 
 // GetConditions returns the conditions (CAPI's conditions.Getter).

@@ -57,9 +57,52 @@ type VCOClusterSpec struct {
 	// +optional
 	Registry *RegistrySpec `json:"registry,omitempty"`
 
-	// encryption configures volume encryption.
+	// encryption configures how the CSI driver add-on (spec.addons.csi) encrypts volumes: it is
+	// written into the driver's config and acts on nothing else. Without spec.addons.csi nothing
+	// acts on it, and AddonsReady says so.
 	// +optional
 	Encryption *EncryptionSpec `json:"encryption,omitempty"`
+
+	// addons are what the manager installs into the workload cluster, through the kubeconfig
+	// Secret Cluster API writes (docs/capvco/addons.md). The cloud controller manager is always
+	// installed; the others when set here.
+	// +optional
+	Addons AddonsSpec `json:"addons,omitempty,omitzero"`
+}
+
+// AddonsSpec configures the add-ons the manager installs into the workload cluster.
+type AddonsSpec struct {
+	// cloudControllerManager is capvco-cloud-controller-manager, without which no Node of the
+	// cluster is initialised (the kubelets run with cloud-provider external).
+	// +optional
+	CloudControllerManager CCMAddonSpec `json:"cloudControllerManager,omitempty,omitzero"`
+
+	// csi installs capvco-csi-driver with its StorageClasses, when set.
+	// +optional
+	CSI *CSIAddonSpec `json:"csi,omitempty"`
+}
+
+// CCMAddonSpec configures the cloud controller manager add-on.
+type CCMAddonSpec struct {
+	// credentialsSecretRef names the Secret, in the VCOCluster's namespace, whose credential
+	// keys are copied into the workload cluster's kube-system for the CCM. Default: the cluster's
+	// own credentialsRef. Whoever administers the workload cluster can read the copy: scope it to
+	// the cluster's cloudspaces (docs/capvco/addons.md).
+	// +optional
+	CredentialsSecretRef *corev1.LocalObjectReference `json:"credentialsSecretRef,omitempty"`
+}
+
+// CSIAddonSpec configures the CSI driver add-on.
+type CSIAddonSpec struct {
+	// credentialsSecretRef names the Secret, in the VCOCluster's namespace, with the driver's
+	// credential: disks are location-scoped, so it needs a location grant. It is never defaulted
+	// to the cluster's credential; its keys are copied into the workload cluster's kube-system.
+	// +required
+	CredentialsSecretRef corev1.LocalObjectReference `json:"credentialsSecretRef"`
+
+	// defaultStorageClass marks the capvco-disk StorageClass as the cluster's default.
+	// +optional
+	DefaultStorageClass bool `json:"defaultStorageClass,omitempty"`
 }
 
 // CloudspaceSpec shapes a cloudspace.
@@ -190,6 +233,24 @@ type EncryptionSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	VaultAddress string `json:"vaultAddress,omitempty"`
+	// transitKey is the vault's transit key that wraps each volume's key (vaultMode external).
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	TransitKey string `json:"transitKey,omitempty"`
+	// transitMount is the transit engine's mount path (default transit).
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	TransitMount string `json:"transitMount,omitempty"`
+	// vaultNamespace is the Vault Enterprise or OpenBao namespace, if any.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	VaultNamespace string `json:"vaultNamespace,omitempty"`
+	// vaultTokenSecretRef names the Secret, in the VCOCluster's namespace, whose key token is a
+	// vault token allowed to call datakey and decrypt on transitKey (vaultMode external). It is
+	// copied into the workload cluster's kube-system, where the CSI controller and node plugin
+	// mount it.
+	// +optional
+	VaultTokenSecretRef *corev1.LocalObjectReference `json:"vaultTokenSecretRef,omitempty"`
 }
 
 // VCOClusterStatus is the observed state of a VCOCluster.
@@ -241,6 +302,13 @@ type VCOClusterStatus struct {
 	// credential changes; failed, it is tried again a minute after checkedAt.
 	// +optional
 	RegistryCertificate *RegistryCertificateStatus `json:"registryCertificate,omitempty"`
+
+	// addons are the add-ons as last applied to the workload cluster (AddonsReady sums them up).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Addons []AddonStatus `json:"addons,omitempty"`
 
 	// observedGeneration is the generation the status was computed from.
 	// +optional
@@ -326,6 +394,28 @@ type RegistryCertificateStatus struct {
 	Stored bool `json:"stored"`
 	// checkedAt is when the store was last written or checked.
 	CheckedAt metav1.Time `json:"checkedAt"`
+}
+
+// AddonStatus is one add-on in the workload cluster.
+type AddonStatus struct {
+	// name of the add-on (cloud-controller-manager, csi-driver, ...).
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// version last applied: the manager's version, which tags the add-on's images.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Version string `json:"version,omitempty"`
+	// hash of what was last applied (the rendered objects and the versions of the Secrets
+	// copied); a different one is applied again.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Hash string `json:"hash,omitempty"`
+	// available: every Deployment and DaemonSet of the add-on had its replicas available at
+	// checkedAt.
+	Available bool `json:"available"`
+	// checkedAt is when the add-on was last applied or checked in the workload cluster.
+	// +optional
+	CheckedAt *metav1.Time `json:"checkedAt,omitempty"`
 }
 
 // InitializationStatus reports the CAPI contract's initialization.

@@ -15,6 +15,7 @@ import (
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 	"github.com/capx-io/capx/internal/capi"
+	"github.com/capx-io/capx/internal/capvco/addons"
 	"github.com/capx-io/capx/internal/capvco/decide"
 	"github.com/capx-io/capx/internal/capvco/dns"
 	"github.com/capx-io/capx/internal/capvco/health"
@@ -34,6 +35,7 @@ type clusterProvider struct {
 	platform platform.Factory
 	prober   health.Prober
 	dns      *dns.Writer
+	addons   *addons.Delivery
 	recorder record.EventRecorder
 	clock    clock.PassiveClock
 	dnsDone  chan event.GenericEvent
@@ -83,7 +85,7 @@ func (r *clusterProvider) newPass(s *clusterScope, teardown bool) *clusterPass {
 }
 
 // ReconcileNormal provisions the sites' cloudspaces, the control-plane endpoint, DNS and the
-// geo mesh and keeps the server pool's members healthy. Each phase
+// geo mesh, keeps the server pool's members healthy and delivers the add-ons. Each phase
 // observes what it needs and makes the platform calls its piece takes; none writes status.
 func (r *clusterProvider) ReconcileNormal(ctx context.Context, s *clusterScope) (ctrl.Result, error) {
 	p := r.newPass(s, false)
@@ -97,6 +99,7 @@ func (r *clusterProvider) ReconcileNormal(ctx context.Context, s *clusterScope) 
 		r.ensureDNS,               // act: the endpoint's A record, written in the background
 		r.ensureMesh,              // act: links between the sites
 		r.syncMembers,             // act: the pool holds exactly the API servers that answer
+		r.deliverAddons,           // act: the add-ons in the workload cluster (addons.go)
 	)
 	if err == nil {
 		p.requeueAfter(healthInterval(p.vc))

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
+	"github.com/capx-io/capx/internal/capvco/addons"
 	"github.com/capx-io/capx/internal/capvco/cloudspace"
 	"github.com/capx-io/capx/internal/capvco/decide"
 	"github.com/capx-io/capx/internal/capvco/dns"
@@ -48,6 +49,8 @@ type clusterObserved struct {
 	// syncMembers: the pool's members after the sync (nil: not synced this pass)
 	members    []string
 	membersErr error
+	// deliverAddons (nil: not looked at this pass)
+	addons *addons.Observed
 	// ReconcileDelete
 	teardown       teardownProgress
 	teardownActive bool

@@ -22,10 +22,12 @@ import (
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 	"github.com/capx-io/capx/internal/capi"
+	"github.com/capx-io/capx/internal/capvco/addons"
 	"github.com/capx-io/capx/internal/capvco/dns"
 	"github.com/capx-io/capx/internal/capvco/health"
 	"github.com/capx-io/capx/internal/capvco/platform"
 	"github.com/capx-io/capx/internal/vco"
+	"github.com/capx-io/capx/internal/version"
 )
 
 // Options configure the CAPVCO controllers.
@@ -50,6 +52,24 @@ type Options struct {
 	// Clock is what the controllers read the time from; nil means the real clock. What status
 	// records as checked and every "look again" rule (decide) use it.
 	Clock clock.PassiveClock
+	// Addons configure the add-ons delivered into every workload cluster.
+	Addons AddonOptions
+}
+
+// AddonOptions configure the add-on delivery (docs/capvco/addons.md).
+type AddonOptions struct {
+	// Version tags the project's add-on images and is recorded in status.addons; default the
+	// manager's own version, so upgrading the manager upgrades the add-ons in place.
+	Version string
+	// ImageRepository is where the project's images are (default addons.DefaultImageRepository).
+	ImageRepository string
+	// Images override single components' images (the manager's --capvco-addon-image).
+	Images map[string]string
+	// Connect builds a client of a workload cluster from its kubeconfig; nil means the real one.
+	Connect func(kubeconfig []byte) (client.Client, error)
+	// Resync and Poll: how often an available add-on is checked again, and how soon one that is
+	// not (defaults in internal/capvco/decide).
+	Resync, Poll time.Duration
 }
 
 // Setup registers the CAPVCO controllers with the manager.
@@ -65,10 +85,21 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		opts.Clock = clock.RealClock{}
 	}
 	c := mgr.GetClient()
+	addonVersion, repo := opts.Addons.Version, opts.Addons.ImageRepository
+	if addonVersion == "" {
+		addonVersion = version.Get().Version
+	}
+	if repo == "" {
+		repo = addons.DefaultImageRepository
+	}
 	dnsDone := make(chan event.GenericEvent, 64)
 	cp := &clusterProvider{
 		client: c, reader: mgr.GetAPIReader(), platform: opts.Platform, prober: opts.Prober, dns: dns.NewWriter(opts.Clock),
 		recorder: mgr.GetEventRecorderFor("vcocluster-controller"), clock: opts.Clock, dnsDone: dnsDone,
+		addons: &addons.Delivery{Management: c, Registry: addons.Default, Connect: opts.Addons.Connect,
+			Resync: opts.Addons.Resync, Poll: opts.Addons.Poll,
+			Manager: addons.Settings{Version: addonVersion, ImageRepository: repo, Images: opts.Addons.Images,
+				Platform: addons.Platform{AllowHTTP: opts.AllowHTTP, AllowedHosts: opts.AllowedHosts}}},
 	}
 	if err := (&capi.Reconciler[*capvcov1.VCOCluster, *clusterObserved]{
 		Client: c, Role: capi.InfraCluster, Finalizer: capvcov1.VCOClusterFinalizer,

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -90,10 +91,26 @@ func TestTemplatePublishesScaleFromZeroCapacity(t *testing.T) {
 	} {
 		waitFor(h, tc.t, 30*time.Second, tc.reason, func(o *capvcov1.VCOMachineTemplate) bool {
 			c := conditions.Get(o, capvcov1.CapacityPublishedCondition)
-			return c != nil && c.Reason == tc.reason && o.Annotations[decide.CapacityCPU] != "" // two patches: metadata, then status
+			// CAPI's patch helper writes conditions, then metadata, then the rest of status.
+			return c != nil && c.Reason == tc.reason && o.Annotations[decide.CapacityCPU] != "" && len(o.Status.Capacity) > 0
 		})
 		a := tc.t.Annotations
 		NewWithT(t).Expect([]string{a[decide.CapacityCPU], a[decide.CapacityMemory], a[decide.CapacityGPUType], a[decide.CapacityGPU]}).
 			To(Equal([]string{"8", "64Gi", tc.gpuType, tc.count}), tc.t.Name)
+		// status.capacity and nodeInfo, in the shape the autoscaler's clusterapi provider reads
+		// from the infrastructure template (resource names to quantities, read through the
+		// unstructured object as it does).
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(capvcov1.GroupVersion.WithKind("VCOMachineTemplate"))
+		NewWithT(t).Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(tc.t), u)).To(Succeed())
+		capacity, _, _ := unstructured.NestedStringMap(u.Object, "status", "capacity")
+		want := map[string]string{"cpu": "8", "memory": "64Gi", "ephemeral-storage": "50Gi"}
+		if tc.count != "" {
+			want[tc.gpuType] = tc.count
+		}
+		NewWithT(t).Expect(capacity).To(Equal(want), tc.t.Name)
+		arch, _, _ := unstructured.NestedString(u.Object, "status", "nodeInfo", "architecture")
+		osName, _, _ := unstructured.NestedString(u.Object, "status", "nodeInfo", "operatingSystem")
+		NewWithT(t).Expect([]string{arch, osName}).To(Equal([]string{"amd64", "linux"}), tc.t.Name)
 	}
 }

@@ -29,7 +29,7 @@ import (
 var clusterConditions = []string{
 	capvcov1.CredentialsReadyCondition, capvcov1.CloudspaceReadyCondition, capvcov1.LoadBalancerReadyCondition,
 	capvcov1.DNSReadyCondition, capvcov1.GeoMeshReadyCondition, capvcov1.LocationImagesReadyCondition,
-	capvcov1.RegistryCertificateReadyCondition,
+	capvcov1.RegistryCertificateReadyCondition, capvcov1.AddonsReadyCondition,
 }
 
 var machineConditions = []string{capvcov1.CredentialsReadyCondition, capvcov1.VMReadyCondition, capvcov1.GPUsReadyCondition}
@@ -85,6 +85,7 @@ func setClusterStatus(vc *capvcov1.VCOCluster, obs *clusterObserved) {
 		conditions.Delete(vc, capvcov1.LocationImagesReadyCondition)
 	}
 	setRegistryCertificate(vc, obs.registry)
+	setAddonsCondition(vc, obs.addons)
 	vc.Status.FailureDomains = nil
 	for _, s := range decide.Sites(vc.Spec) {
 		vc.Status.FailureDomains = append(vc.Status.FailureDomains, clusterv1.FailureDomain{Name: s.Name, ControlPlane: ptr.To(true)})
@@ -92,8 +93,11 @@ func setClusterStatus(vc *capvcov1.VCOCluster, obs *clusterObserved) {
 	// A missing location image stops only the machines of that location (their VMReady says
 	// so): the cluster's infrastructure exists, so it is not part of Ready.
 	// Nor is the registry certificate: the cluster runs without it in the platform's store.
+	// Nor are the add-ons: they go into the workload cluster once its control plane runs,
+	// which needs this VCOCluster provisioned first.
 	readyFrom := slices.DeleteFunc(slices.Clone(clusterConditions), func(c string) bool {
-		return c == capvcov1.LocationImagesReadyCondition || c == capvcov1.RegistryCertificateReadyCondition
+		return c == capvcov1.LocationImagesReadyCondition || c == capvcov1.RegistryCertificateReadyCondition ||
+			c == capvcov1.AddonsReadyCondition
 	})
 	capi.SetReady(vc, append(readyFrom, shared...), shared)
 	if conditions.IsTrue(vc, capvcov1.ReadyCondition) && vc.Spec.ControlPlaneEndpoint.Host != "" {
@@ -188,6 +192,7 @@ func setClusterRecords(vc *capvcov1.VCOCluster, obs *clusterObserved) {
 	}
 	setLocationImageRecords(vc, obs.images, obs.now)
 	setRegistryRecord(vc, obs.registry, obs.now)
+	setAddonRecords(vc, obs.addons, metav1.NewTime(obs.now))
 }
 
 // setLocationImageRecords records the images checked this pass, and drops the records of

@@ -81,6 +81,8 @@ func setTemplateCapacity(t *capvcov1.VCOMachineTemplate) {
 		}
 	}
 	maps.Copy(t.Annotations, ann)
+	t.Status.Capacity = decide.CapacityResources(t.Spec.Template.Spec)
+	t.Status.NodeInfo = capvcov1.NodeInfo{Architecture: "amd64", OperatingSystem: "linux"}
 	status := metav1.ConditionTrue
 	if reason != capvcov1.CapacityPublishedReason {
 		status = metav1.ConditionFalse

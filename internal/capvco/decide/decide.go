@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
@@ -216,6 +217,24 @@ func Capacity(spec capvcov1.VCOMachineSpec) (annotations map[string]string, reas
 	return annotations, reason, message
 }
 
+// CapacityResources is a template's status.capacity, the shape CAPI's InfraMachineTemplate
+// contract gives the cluster autoscaler for scale from zero: cpu, memory, ephemeral-storage (the
+// boot disk) and, for a vendor whose device plugin ships, its GPU resource. What Capacity leaves
+// out of the annotations (a pinned profile, an unsupported vendor) is left out here too.
+func CapacityResources(spec capvcov1.VCOMachineSpec) corev1.ResourceList {
+	out := corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewQuantity(int64(spec.VCPUs), resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(int64(spec.MemoryMiB)*1024*1024, resource.BinarySI),
+	}
+	if spec.BootDiskGiB > 0 {
+		out[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(int64(spec.BootDiskGiB)*1024*1024*1024, resource.BinarySI)
+	}
+	if g := spec.GPU; g != nil && g.ProfileID == "" && gpuResources[g.Vendor] != "" {
+		out[corev1.ResourceName(gpuResources[g.Vendor])] = *resource.NewQuantity(int64(GPUCount(g)), resource.DecimalSI)
+	}
+	return out
+}
+
 // OperatorRetry is how soon a refused or failed operator action (publishing a location image,
 // writing the registry certificate) is tried again.
 const OperatorRetry = time.Minute
@@ -238,4 +257,21 @@ func VMReadDue(recorded *capvcov1.VMStatus, recordedID, id int, resync time.Dura
 		return true, 0 // stale, or recorded by a clock ahead of this one
 	}
 	return false, left
+}
+
+// How often the add-ons of a workload cluster are looked at: an add-on applied and available is
+// checked again after DefaultAddonResync, one that is not (or failed) after DefaultAddonPoll.
+const (
+	DefaultAddonResync = 5 * time.Minute
+	DefaultAddonPoll   = 15 * time.Second
+)
+
+// AddonDue says whether an add-on is applied to the workload cluster this pass: when nothing
+// was recorded, what is rendered now differs from what was applied (a new manager version, a
+// changed spec, a rotated Secret), it was not available, or its last check is resync old.
+func AddonDue(recorded *capvcov1.AddonStatus, hash string, resync time.Duration, now time.Time) bool {
+	if recorded == nil || recorded.CheckedAt == nil || recorded.Hash != hash || !recorded.Available {
+		return true
+	}
+	return !now.Before(recorded.CheckedAt.Add(resync)) || recorded.CheckedAt.After(now.Add(resync))
 }

@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -110,5 +111,31 @@ func TestMeshPairs(t *testing.T) {
 	}
 	if MeshPairs(1) != nil {
 		t.Error("MeshPairs(1) not empty")
+	}
+}
+
+// TestCapacityResources: status.capacity has cpu, memory, the boot disk as ephemeral storage and
+// a shipping vendor's GPU resource; a pinned profile or an unsupported vendor is left out, as in
+// the annotations.
+func TestCapacityResources(t *testing.T) {
+	base := capvcov1.VCOMachineSpec{VCPUs: 4, MemoryMiB: 8192, BootDiskGiB: 40}
+	for _, tc := range []struct {
+		gpu  *capvcov1.GPUSpec
+		want map[string]string
+	}{
+		{nil, map[string]string{"cpu": "4", "memory": "8Gi", "ephemeral-storage": "40Gi"}},
+		{&capvcov1.GPUSpec{Vendor: "nvidia", Count: 2}, map[string]string{"cpu": "4", "memory": "8Gi", "ephemeral-storage": "40Gi", "nvidia.com/gpu": "2"}},
+		{&capvcov1.GPUSpec{ProfileID: "p"}, map[string]string{"cpu": "4", "memory": "8Gi", "ephemeral-storage": "40Gi"}},
+		{&capvcov1.GPUSpec{Vendor: "amd"}, map[string]string{"cpu": "4", "memory": "8Gi", "ephemeral-storage": "40Gi"}},
+	} {
+		spec := base
+		spec.GPU = tc.gpu
+		got := map[string]string{}
+		for k, v := range CapacityResources(spec) {
+			got[string(k)] = v.String()
+		}
+		if !maps.Equal(got, tc.want) {
+			t.Errorf("CapacityResources(%+v) = %v, want %v", tc.gpu, got, tc.want)
+		}
 	}
 }

@@ -1,0 +1,181 @@
+// Package addons delivers what every CAPVCO workload cluster runs besides Kubernetes itself: the
+// cloud controller manager, the CSI driver, and the add-ons to come (ExternalDNS, GPU, SR-IOV).
+//
+// An add-on is one value in a Registry: it renders, from the cluster's settings alone (no API
+// call), the objects to apply in the workload cluster and the Secrets to copy there from the
+// management cluster. Delivery does the rest for every add-on alike: it reads the workload
+// cluster's kubeconfig from the Secret Cluster API writes (<cluster>-kubeconfig), copies the
+// Secrets (only the keys the add-on names), applies the objects with server-side apply, deletes
+// what an add-on no longer renders, and reads back whether the add-on's Deployments and
+// DaemonSets are available. What it found is the caller's to record (VCOCluster
+// status.addons and the AddonsReady condition); a hash of what was applied decides whether the
+// next pass applies again.
+//
+// Writing an add-on (docs/capvco/addons.md has the whole guide):
+//
+//	type myAddon struct{}
+//
+//	func (myAddon) Name() string { return "my-addon" }
+//
+//	func (myAddon) Render(s addons.Settings) (addons.Rendered, error) {
+//		if s.VCOCluster.Spec.Addons.MyAddon == nil {
+//			return addons.Rendered{Skip: "spec.addons.myAddon is not set"}, nil
+//		}
+//		stream, err := mymanifests.Render(mymanifests.Options{Image: s.Image("capvco-my-addon"), ...})
+//		...
+//		return addons.Rendered{Objects: objs, Secrets: []addons.SecretCopy{...}}, nil
+//	}
+//
+// and add it to Default. Render must be deterministic: the same settings give the same objects,
+// or the add-on is applied on every pass.
+package addons
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
+	"github.com/capx-io/capx/internal/capvco/decide"
+)
+
+// Addon is one component the manager installs into the workload clusters that want it.
+type Addon interface {
+	// Name is the add-on's name in status.addons and AddonsReady: a DNS label, stable across
+	// versions (it labels the add-on's objects, which is how what it no longer renders is found).
+	Name() string
+	// Render returns what the add-on puts into one workload cluster, from the settings alone.
+	// A cluster that does not want the add-on gets Rendered{Skip: why}; an error says what in
+	// the cluster's spec is wrong (it is shown in AddonsReady as it is).
+	Render(s Settings) (Rendered, error)
+}
+
+// Registry is the add-ons, in the order they are applied.
+type Registry []Addon
+
+// Default is every add-on the manager delivers.
+var Default = Registry{CloudControllerManager{}, CSIDriver{}}
+
+// DefaultImageRepository is where the release names the project's images.
+const DefaultImageRepository = "ghcr.io/capx-io"
+
+// Components are the names whose image the manager's --capvco-addon-image overrides.
+func Components() []string {
+	out := []string{"capvco-cloud-controller-manager", "capvco-csi-driver"}
+	for name := range csiSidecars {
+		out = append(out, name)
+	}
+	slices.Sort(out[2:])
+	return out
+}
+
+// Settings are what an add-on renders from: one cluster's, and the manager's.
+type Settings struct {
+	// VCOCluster is the cluster's infrastructure (spec and status: the sites' cloudspaces).
+	VCOCluster *capvcov1.VCOCluster
+	// ClusterName is the CAPI Cluster's name; with the namespace it names the cluster's
+	// platform objects.
+	ClusterName string
+	// Version is the manager's version. The project's images are tagged with it, so upgrading
+	// the manager upgrades every add-on in place.
+	Version string
+	// ImageRepository is where the project's images are (<repository>/<component>:<version>).
+	ImageRepository string
+	// Images overrides the image of a component (key: the component's name, e.g.
+	// capvco-cloud-controller-manager or csi-provisioner).
+	Images map[string]string
+	// Platform is the manager's endpoint policy (--vco-allow-http, --vco-allowed-hosts), for
+	// the add-ons' configs: they reach the platform exactly as the manager does.
+	Platform Platform
+}
+
+// Platform is the manager's endpoint policy.
+type Platform struct {
+	AllowHTTP    bool
+	AllowedHosts []string
+}
+
+// Image is the image of one of the project's components: the override, else
+// <repository>/<component>:<version>.
+func (s Settings) Image(component string) string {
+	if img := s.Images[component]; img != "" {
+		return img
+	}
+	return fmt.Sprintf("%s/%s:%s", s.ImageRepository, component, s.Version)
+}
+
+// ThirdPartyImage is the image of a component the project does not build: the override, else
+// the given default.
+func (s Settings) ThirdPartyImage(component, def string) string {
+	if img := s.Images[component]; img != "" {
+		return img
+	}
+	return def
+}
+
+// Sites are the cluster's sites, the primary one first, with the cloudspace ids status
+// recorded.
+func (s Settings) Sites() []Site {
+	var out []Site
+	for _, site := range decide.Sites(s.VCOCluster.Spec) {
+		id := ""
+		for _, c := range s.VCOCluster.Status.Cloudspaces {
+			if c.Site == site.Name {
+				id = c.ID
+			}
+		}
+		out = append(out, Site{Name: site.Name, Location: site.Location, CloudspaceID: id})
+	}
+	return out
+}
+
+// Site is one site of the cluster and its cloudspace.
+type Site struct{ Name, Location, CloudspaceID string }
+
+// Rendered is what an add-on puts into a workload cluster.
+type Rendered struct {
+	// Skip says why the cluster does not want the add-on ("" when it does). Objects and Secrets
+	// are then empty; what an earlier version applied stays (nothing deletes an add-on a
+	// cluster stopped asking for: docs/capvco/addons.md).
+	Skip string
+	// Objects are applied in order, with server-side apply.
+	Objects []*unstructured.Unstructured
+	// Secrets are copied from the management cluster before the objects are applied.
+	Secrets []SecretCopy
+}
+
+// SecretCopy is a Secret the add-on needs in the workload cluster, copied from one in the
+// VCOCluster's namespace. Only Keys are copied: a Secret with more in it (an allowHTTP key, a
+// note) does not leak it.
+type SecretCopy struct {
+	// Namespace and Name of the Secret in the workload cluster.
+	Namespace, Name string
+	// From is the Secret in the VCOCluster's namespace, and Field the spec field that names it
+	// (for messages).
+	From, Field string
+	// Keys are copied when present; Required ones must be.
+	Keys, Required []string
+}
+
+// Objects splits a multi-document YAML stream into objects.
+func Objects(stream []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(stream), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, err
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
+}

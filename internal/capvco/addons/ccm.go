@@ -1,0 +1,60 @@
+package addons
+
+import (
+	"fmt"
+
+	ccmconfig "github.com/capx-io/capx/internal/capvco/ccm/config"
+	ccmmanifests "github.com/capx-io/capx/internal/capvco/ccm/manifests"
+	"github.com/capx-io/capx/internal/vco"
+)
+
+// CCMCredentialsSecret is the kube-system Secret the cloud controller manager mounts.
+const CCMCredentialsSecret = "capvco-cloud-controller-manager-credentials"
+
+// credentialKeys are the keys of a credential Secret an add-on gets (never allowHTTP: where a
+// credential may go is the manager's to say, and the add-on's config carries it).
+var credentialKeys = []string{vco.SecretKeyURL, vco.SecretKeyCustomer, vco.SecretKeyJWT, vco.SecretKeyClientID,
+	vco.SecretKeyClientSecret, vco.SecretKeyIAMURL}
+
+// CloudControllerManager is capvco-cloud-controller-manager, in every cluster: the kubelets run
+// with cloud-provider external, so without it no Node is initialised and no Machine gets its
+// Node.
+type CloudControllerManager struct{}
+
+// Name implements Addon.
+func (CloudControllerManager) Name() string { return "cloud-controller-manager" }
+
+// Render implements Addon: the manifests of internal/capvco/ccm/manifests with the cluster's
+// sites, its load-balancer health interval and the manager's endpoint policy, and a copy of the
+// credential (spec.addons.cloudControllerManager.credentialsSecretRef, else the cluster's).
+func (CloudControllerManager) Render(s Settings) (Rendered, error) {
+	vc := s.VCOCluster
+	from, field := vc.Spec.CredentialsRef.Name, "spec.credentialsRef"
+	if ref := vc.Spec.Addons.CloudControllerManager.CredentialsSecretRef; ref != nil {
+		from, field = ref.Name, "spec.addons.cloudControllerManager.credentialsSecretRef"
+	}
+	var sites []ccmconfig.Site
+	for _, site := range s.Sites() {
+		sites = append(sites, ccmconfig.Site{Name: site.Name, Location: site.Location, CloudspaceID: site.CloudspaceID})
+	}
+	lb := ccmconfig.LoadBalancer{}
+	if sec := vc.Spec.ControlPlaneLoadBalancer.HealthCheckIntervalSeconds; sec > 0 {
+		lb.HealthCheckIntervalSeconds = int(sec)
+	}
+	stream, err := ccmmanifests.Render(ccmmanifests.Options{
+		Image: s.Image("capvco-cloud-controller-manager"), CredentialsSecret: CCMCredentialsSecret,
+		Cluster: ccmconfig.Cluster{Namespace: vc.Namespace, Name: s.ClusterName}, Sites: sites, LoadBalancer: lb,
+		Platform: ccmconfig.Platform{AllowHTTP: s.Platform.AllowHTTP, AllowedHosts: s.Platform.AllowedHosts},
+	})
+	if err != nil {
+		return Rendered{}, err
+	}
+	objs, err := Objects(stream)
+	if err != nil {
+		return Rendered{}, fmt.Errorf("the rendered manifests: %w", err)
+	}
+	return Rendered{Objects: objs, Secrets: []SecretCopy{{
+		Namespace: "kube-system", Name: CCMCredentialsSecret, From: from, Field: field,
+		Keys: credentialKeys, Required: []string{vco.SecretKeyURL, vco.SecretKeyCustomer},
+	}}}, nil
+}
