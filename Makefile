@@ -91,6 +91,20 @@ SERIES := $(shell awk '/major:/ {m=$$NF} /minor:/ {print m "." $$NF}' config/met
 export CAPX_SNAPSHOT_VERSION ?= $(SERIES).0-snapshot.g$(COMMIT)
 # Files generated from the binaries and the release; make verify-release fails when they are stale.
 RELEASE_GENERATED := goreleaser.yaml completions plugins/krew docs/reference docs/api.md mkdocs.yml
+# RELEASE_PLATFORMS=all (default) builds every platform of goreleaser.yaml, as a release does;
+# host builds this machine's only and type-checks the others (hack/crosscheck, docs/release.md).
+RELEASE_PLATFORMS ?= all
+HOST_PLATFORM = $(shell go env GOOS)/$(shell go env GOARCH)
+ifeq ($(RELEASE_PLATFORMS),all)
+GORELEASER_CONFIG := goreleaser.yaml
+KREW_INDEX := plugins/krew
+else ifeq ($(RELEASE_PLATFORMS),host)
+# The krew templates list every platform, so a host build writes its own beside the snapshot.
+GORELEASER_CONFIG := _artifacts/release/goreleaser-host.yaml
+KREW_INDEX := _artifacts/release/krew-host
+else
+$(error RELEASE_PLATFORMS must be all or host, not "$(RELEASE_PLATFORMS)")
+endif
 
 .PHONY: release-tools
 release-tools: ## Build goreleaser, krew, kubectl, clusterctl and tofu (once per machine, then cached).
@@ -104,11 +118,16 @@ release-generate: build ## Regenerate goreleaser.yaml, completions/ and the comm
 	go run ./hack/apidocs config/crd/bases docs/api.md
 
 .PHONY: release-snapshot
-release-snapshot: release-tools release-generate ## Every release artefact, locally: archives, krew manifests, images, clusterctl files, docs site.
+release-snapshot: release-tools release-generate ## Every release artefact, locally: archives, krew manifests, images, clusterctl files, docs site (RELEASE_PLATFORMS=host: this platform's only).
 	bin/goreleaser check
 	go build -o bin/capx-sbom ./hack/sbom
-	bin/goreleaser release --snapshot --clean
-	go run ./hack/krewmanifests -dist dist $(BINARIES)
+ifeq ($(RELEASE_PLATFORMS),host)
+	mkdir -p $(dir $(GORELEASER_CONFIG))
+	go run ./hack/goreleaserconfig -only $(HOST_PLATFORM) -o $(GORELEASER_CONFIG) $(BINARIES)
+	go run ./hack/crosscheck -skip $(HOST_PLATFORM)
+endif
+	bin/goreleaser release --snapshot --clean --config $(GORELEASER_CONFIG)
+	go run ./hack/krewmanifests -dist dist -index $(KREW_INDEX) $(BINARIES)
 	go run ./hack/releaseimages -dist dist -o dist/images -tofu bin/tofu \
 	  -tofu-version $$(sed -n 's/^OPENTOFU_VERSION=//p' hack/versions.env) -revision $$(git rev-parse HEAD)
 	$(MAKE) --no-print-directory docs

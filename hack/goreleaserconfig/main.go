@@ -4,7 +4,11 @@
 // binaries the tree has; `make release-generate` rewrites the file and `make verify-release`
 // fails when it is stale.
 //
-//	go run ./hack/goreleaserconfig [-o goreleaser.yaml] BINARY...
+//	go run ./hack/goreleaserconfig [-o goreleaser.yaml] [-only linux/amd64] BINARY...
+//
+// -only writes a configuration for one platform, leaving out the binaries not built for it: CI
+// builds the release artefacts for its own platform with it (make release-snapshot
+// RELEASE_PLATFORMS=host) and type-checks the others (hack/crosscheck).
 //
 // BINARY names are the Makefile's BINARIES; a name without cmd/<name>/main.go is left out with
 // a note on stderr.
@@ -16,6 +20,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"text/template"
 )
 
@@ -43,6 +49,7 @@ type binary struct {
 
 func main() {
 	out := flag.String("o", "goreleaser.yaml", "file to write")
+	only := flag.String("only", "", "the one platform (os/arch) to build for; default: every platform of each binary")
 	flag.Parse()
 	var bins []binary
 	for _, name := range flag.Args() {
@@ -53,6 +60,13 @@ func main() {
 		if _, err := os.Stat(filepath.Join("cmd", name, "main.go")); err != nil {
 			fmt.Fprintf(os.Stderr, "goreleaserconfig: cmd/%s does not exist yet; %s is left out of the release\n", name, name)
 			continue
+		}
+		if *only != "" {
+			var ok bool
+			if t, ok = t.restrict(*only); !ok {
+				fmt.Fprintf(os.Stderr, "goreleaserconfig: %s is not built for %s; left out\n", name, *only)
+				continue
+			}
 		}
 		bins = append(bins, binary{Name: name, target: t})
 	}
@@ -66,6 +80,16 @@ func main() {
 	if err := os.WriteFile(*out, b.Bytes(), 0o644); err != nil {
 		fail(err)
 	}
+}
+
+// restrict narrows a target to one platform; false when the binary is not built there.
+func (t target) restrict(platform string) (target, bool) {
+	goos, goarch, _ := strings.Cut(platform, "/")
+	if !slices.Contains(t.OS, goos) || !slices.Contains(t.Arch, goarch) {
+		return t, false
+	}
+	t.OS, t.Arch = []string{goos}, []string{goarch}
+	return t, true
 }
 
 func fail(err error) {
