@@ -79,12 +79,14 @@ func TestArchives(t *testing.T) {
 			}
 		}
 	}
-	for _, b := range dist.Filter(s.artifacts, dist.Binary, "manager") {
-		if b.Goos != runtime.GOOS || b.Goarch != runtime.GOARCH {
-			continue
-		}
-		if out := run(t, nil, b.Path, "version"); !strings.Contains(out, s.version) {
-			t.Errorf("manager version printed %q, want %s", out, s.version)
+	for _, id := range []string{"manager", "vcosim"} {
+		for _, b := range dist.Filter(s.artifacts, dist.Binary, id) {
+			if b.Goos != runtime.GOOS || b.Goarch != runtime.GOARCH {
+				continue
+			}
+			if out := run(t, nil, b.Path, "version"); !strings.Contains(out, s.version) {
+				t.Errorf("%s version printed %q, want %s", id, out, s.version)
+			}
 		}
 	}
 }

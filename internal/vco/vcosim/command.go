@@ -15,9 +15,12 @@ import (
 )
 
 // Main is cmd/vcosim: serve the simulator, print a ready-to-use credentials Secret, stop on
-// SIGINT/SIGTERM. It returns the exit code: 0 after a clean stop, 1 on a runtime error,
+// SIGINT/SIGTERM; `vcosim version` prints the build instead. It returns the exit code: 0 after a clean stop, 1 on a runtime error,
 // 2 on bad flags.
 func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "version" {
+		return versionMain(args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("vcosim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on; 127.0.0.1:0 picks a free loopback port, 0.0.0.0:8080 serves a pod")
@@ -36,6 +39,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		return 2
+	}
+	if fs.NArg() > 0 { // a mistyped subcommand must not start serving
+		fmt.Fprintf(stderr, "vcosim: unexpected argument %q: the one subcommand is version; flags: vcosim -h\n", fs.Arg(0))
 		return 2
 	}
 	if *timeScale <= 0 {
