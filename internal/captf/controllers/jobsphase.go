@@ -153,6 +153,10 @@ func (r *provider[T]) recordRun(ctx context.Context, p *pass[T], job *batchv1.Jo
 		if op == captfv1.OperationRestore {
 			serial, _ := strconv.ParseInt(job.Annotations[captfv1.RestoreSerialAnnotation], 10, 64)
 			p.status.LastRestoredSerial = &serial
+			// Every plan waiting was made against the state the restore replaced: none of them
+			// can be what an approval lets apply now. The current inputs are planned again.
+			p.status.PendingPlanRef = nil
+			return r.supersedeAll(ctx, p, fmt.Sprintf("Restore Job %s replaced the state this plan was made against (with backup serial %d)", job.Name, serial))
 		}
 		return r.planApplied(ctx, p, job)
 	case op == captfv1.OperationApply && (res == captfv1.RunBlocked || res == captfv1.RunPlanChanged):

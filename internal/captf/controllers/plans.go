@@ -215,13 +215,22 @@ func (r *provider[T]) finishPlan(ctx context.Context, p *pass[T], name string, p
 
 // supersede ends every other live plan of the object: one live plan per target.
 func (r *provider[T]) supersede(ctx context.Context, p *pass[T], keep string) error {
+	return r.supersedeExcept(ctx, p, keep, "A newer plan replaced it")
+}
+
+// supersedeAll ends every live plan of the object, saying why.
+func (r *provider[T]) supersedeAll(ctx context.Context, p *pass[T], why string) error {
+	return r.supersedeExcept(ctx, p, "", why)
+}
+
+func (r *provider[T]) supersedeExcept(ctx context.Context, p *pass[T], keep, why string) error {
 	plans, err := r.plansOf(ctx, p)
 	if err != nil {
 		return err
 	}
 	for i := range plans {
 		if plans[i].Name != keep && planLive(&plans[i]) && planFor(&plans[i], p.owner) {
-			if err := r.setPlanPhase(ctx, &plans[i], captfv1.PlanSuperseded, "A newer plan replaced it"); err != nil {
+			if err := r.setPlanPhase(ctx, &plans[i], captfv1.PlanSuperseded, why); err != nil {
 				return err
 			}
 		}

@@ -232,7 +232,7 @@ func phaseLine(st *cmdutil.Styles, p *Plan) string {
 	case captfv1.PlanApplied:
 		return st.OK("Applied") + approvedBy(p)
 	case captfv1.PlanSuperseded:
-		return st.Faint("Superseded") + ": a newer plan replaced it"
+		return st.Faint("Superseded") + ": a newer plan, or a restore of the state it was made against, replaced it"
 	case captfv1.PlanFailed:
 		return st.Bad("Failed") + ": the approved apply planned something else"
 	}
