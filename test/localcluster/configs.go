@@ -94,12 +94,22 @@ func cniConfig(l layout) string {
 				"type":    "host-local",
 				"dataDir": l.path("cni", "ipam"),
 				"ranges":  [][]map[string]string{{{"subnet": l.PodCIDR, "gateway": l.NodeIP}}},
-				"routes":  []map[string]string{{"dst": l.ServiceCIDR}},
+				"routes":  podRoutes(l),
 			},
 		}},
 	}
 	b, _ := json.MarshalIndent(conf, "", "  ")
 	return string(b) + "\n"
+}
+
+// podRoutes are the pods' routes besides their subnet: the Service range and Options.PodRoutes,
+// all through the node.
+func podRoutes(l layout) []map[string]string {
+	out := []map[string]string{{"dst": l.ServiceCIDR}}
+	for _, r := range l.PodRoutes {
+		out = append(out, map[string]string{"dst": r})
+	}
+	return out
 }
 
 // kubeletConfig: settings verified on these machines (cgroup v1 host, no CAP_SYS_RESOURCE,

@@ -72,6 +72,11 @@ type link struct {
 	Name     string `json:"ifname"`
 	Master   string `json:"master"`
 	LinkType string `json:"link_type"`
+	// PeerNSID is set for a veth whose other end is in another namespace.
+	PeerNSID *int `json:"link_netnsid"`
+	LinkInfo struct {
+		Kind string `json:"info_kind"`
+	} `json:"linkinfo"`
 }
 
 // checkIsolation refuses a namespace that could send a packet off the machine (see
@@ -82,13 +87,22 @@ func checkIsolation(ctx context.Context, netns string) error {
 	if err != nil {
 		return err
 	}
-	links, err := run(ctx, "ip", "-n", netns, "-j", "link", "show")
+	links, nsids, err := linksOf(ctx, netns)
 	if err != nil {
 		return err
 	}
-	problems, err := isolationProblems(routes, links)
+	problems, peers, err := isolationProblems(routes, links, nsids)
 	if err != nil {
 		return fmt.Errorf("network namespace %s: %w", netns, err)
+	}
+	if len(peers) > 0 {
+		// An attached platform network (platform.go): everything reachable through it must be
+		// as closed as this namespace is.
+		more, err := closureProblems(ctx, append([]string{netns}, peers...))
+		if err != nil {
+			return err
+		}
+		problems = append(problems, more...)
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("network namespace %s is not isolated, refusing to run a cluster in it: %s", netns, strings.Join(problems, "; "))
@@ -96,20 +110,21 @@ func checkIsolation(ctx context.Context, netns string) error {
 	return nil
 }
 
-// isolationProblems reads `ip -j route show table all` and `ip -j link show` output and lists
-// what could carry a packet off the machine: a default route or a route through a gateway
-// (IPv4 or IPv6, in any routing table), or an interface other than loopback, the CNI bridge and
-// the pods' veth ends enslaved to that bridge.
-func isolationProblems(routesJSON, linksJSON []byte) ([]string, error) {
+// isolationProblems reads `ip -j route show table all`, `ip -d -j link show` and
+// `ip -j netns list-id` output and lists what could carry a packet off the machine: a default
+// route or a route through a gateway (IPv4 or IPv6, in any routing table), or an interface other
+// than loopback, the CNI bridge, the pods' veth ends enslaved to that bridge and veths to
+// namespaces of the harness (capx-*, a platform network). It returns those namespaces too: the
+// caller checks that they are closed (closureProblems).
+func isolationProblems(routesJSON, linksJSON, nsidsJSON []byte) (problems, peers []string, err error) {
 	var routes []route
 	if err := json.Unmarshal(routesJSON, &routes); err != nil {
-		return nil, fmt.Errorf("parse ip route output: %w", err)
+		return nil, nil, fmt.Errorf("parse ip route output: %w", err)
 	}
-	var links []link
-	if err := json.Unmarshal(linksJSON, &links); err != nil {
-		return nil, fmt.Errorf("parse ip link output: %w", err)
+	links, names, err := parseLinks(linksJSON, nsidsJSON)
+	if err != nil {
+		return nil, nil, err
 	}
-	var problems []string
 	for _, r := range routes {
 		switch {
 		case r.Dst == "default" || r.Dst == "0.0.0.0/0" || r.Dst == "::/0":
@@ -125,9 +140,13 @@ func isolationProblems(routesJSON, linksJSON []byte) ([]string, error) {
 		if k.Name == "lo" || k.Name == bridgeName || k.Master == bridgeName {
 			continue
 		}
+		if peer, ok := harnessPeer(k, names); ok {
+			peers = append(peers, peer)
+			continue
+		}
 		problems = append(problems, fmt.Sprintf("unexpected interface %s (%s)", k.Name, k.LinkType))
 	}
-	return problems, nil
+	return problems, peers, nil
 }
 
 func viaString(v any) string {

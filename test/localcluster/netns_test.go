@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -39,7 +40,7 @@ func TestIsolationProblems(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := isolationProblems([]byte(tc.routes), []byte(tc.links))
+			got, _, err := isolationProblems([]byte(tc.routes), []byte(tc.links), []byte(`[]`))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,8 +54,45 @@ func TestIsolationProblems(t *testing.T) {
 			}
 		})
 	}
-	if _, err := isolationProblems([]byte("not json"), []byte("[]")); err == nil {
+	if _, _, err := isolationProblems([]byte("not json"), []byte("[]"), []byte("[]")); err == nil {
 		t.Error("want an error for unparsable ip output")
+	}
+}
+
+// TestPlatformVeths: a veth into a named namespace of the harness (a platform network) is
+// allowed and returned for the closure check; one into the host's namespace (no name), a
+// namespace of someone else, or an interface of another kind is refused; and the closure check
+// of a platform namespace allows bridges, its machines' veths and pods' veths on its CNI bridge.
+func TestPlatformVeths(t *testing.T) {
+	const nsids = `[{"nsid":0,"name":"capx-vco"},{"nsid":1,"name":"other"}]`
+	veth := func(name string, nsid int) string {
+		return fmt.Sprintf(`{"ifname":%q,"link_type":"ether","link_netnsid":%d,"linkinfo":{"info_kind":"veth"}}`, name, nsid)
+	}
+	links := `[{"ifname":"lo"},` + veth("vco0", 0) + `]`
+	problems, peers, err := isolationProblems([]byte(clusterRoutes), []byte(links), []byte(nsids))
+	if err != nil || len(problems) != 0 || len(peers) != 1 || peers[0] != "capx-vco" {
+		t.Errorf("veth into the platform: problems %q, peers %q, %v", problems, peers, err)
+	}
+	for name, l := range map[string]string{
+		"host":    veth("vco0", 7),
+		"foreign": veth("vco0", 1),
+		"tun":     `{"ifname":"tun0","link_type":"none","linkinfo":{"info_kind":"tun"}}`,
+	} {
+		problems, peers, _ := isolationProblems([]byte(clusterRoutes), []byte(`[{"ifname":"lo"},`+l+`]`), []byte(nsids))
+		if len(problems) != 1 || len(peers) != 0 {
+			t.Errorf("%s: problems %q, peers %q: want one refusal", name, problems, peers)
+		}
+	}
+	router := `[{"ifname":"lo"},{"ifname":"cs0","linkinfo":{"info_kind":"bridge"}},` + veth("vm12", 0) +
+		`,{"ifname":"veth9","master":"cni0","link_netnsid":3,"linkinfo":{"info_kind":"veth"}},` + veth("up", 7) +
+		`,{"ifname":"eth1","link_type":"ether"}]`
+	l, names, err := parseLinks([]byte(router), []byte(nsids))
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems, peers = linkProblems("capx-vco", l, names)
+	if len(problems) != 2 || !strings.Contains(problems[0], "up") || !strings.Contains(problems[1], "eth1") || len(peers) != 1 {
+		t.Errorf("platform namespace: problems %q, peers %q", problems, peers)
 	}
 }
 

@@ -31,6 +31,11 @@ type Options struct {
 	// Defaults 10.<100+slot>.0.0/16 and 10.<200+slot>.0.0/16: the namespaces are separate, so
 	// equal ranges would work too, but distinct ones make every address in a log name its cluster.
 	PodCIDR, ServiceCIDR string
+	// PodRoutes are further IPv4 prefixes the pods route to the node (their gateway), beyond the
+	// Service range: the addresses of a platform network attached to the cluster later
+	// (Platform.Attach), so that the managers' pods reach its load balancers and machines. Until
+	// one is attached, the namespace has no route for them and a connection fails at once.
+	PodRoutes []string
 	// Progress receives one line per step of long operations. Default os.Stderr; io.Discard
 	// silences it.
 	Progress io.Writer
@@ -154,6 +159,8 @@ type layout struct {
 	NodeIP string `json:"nodeIP"`
 	// APIServiceIP is the first Service address: the kubernetes Service.
 	APIServiceIP string `json:"apiServiceIP"`
+	// PodRoutes are Options.PodRoutes, normalised.
+	PodRoutes []string `json:"podRoutes,omitempty"`
 }
 
 func newLayout(r resolved, slot int) (layout, error) {
@@ -187,6 +194,16 @@ func newLayout(r resolved, slot int) (layout, error) {
 	}
 	if pods.Overlaps(svcs) {
 		return l, errors.New("pod and service CIDRs overlap")
+	}
+	for _, route := range r.PodRoutes {
+		p, err := netip.ParsePrefix(route)
+		if err != nil || !p.Addr().Is4() || p.Bits() == 0 {
+			return l, fmt.Errorf("pod route %q: want an IPv4 prefix other than a default route", route)
+		}
+		if p.Overlaps(pods) || p.Overlaps(svcs) {
+			return l, fmt.Errorf("pod route %s overlaps the pod or service CIDR", p)
+		}
+		l.PodRoutes = append(l.PodRoutes, p.Masked().String())
 	}
 	l.PodCIDR, l.ServiceCIDR = pods.Masked().String(), svcs.Masked().String()
 	l.NodeIP = pods.Masked().Addr().Next().String()

@@ -38,6 +38,9 @@ func Down(ctx context.Context, o Options) error {
 	if err := requireRoot(); err != nil {
 		return err
 	}
+	if r, err := resolve(o); err == nil && IsPlatform(r.Dir) {
+		return DownPlatform(ctx, PlatformOptions{Name: o.Name, Dir: o.Dir, BinDir: o.BinDir, Progress: o.Progress})
+	}
 	c, err := Open(o)
 	if err != nil {
 		return err
@@ -293,6 +296,13 @@ func Leftovers(o Options) ([]string, error) {
 	r, err := resolve(o)
 	if err != nil {
 		return nil, err
+	}
+	if IsPlatform(r.Dir) {
+		p, err := OpenPlatform(PlatformOptions{Name: o.Name, Dir: o.Dir, BinDir: o.BinDir})
+		if err != nil {
+			return nil, err
+		}
+		return platformLeftovers(p.l), nil
 	}
 	return leftovers(layout{Name: r.Name, Dir: r.Dir, NetNS: netnsPrefix + r.Name}), nil
 }
