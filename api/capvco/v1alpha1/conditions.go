@@ -41,8 +41,9 @@ const (
 	// GPUsReadyCondition reports the machine's vGPU reservations.
 	GPUsReadyCondition = "GPUsReady"
 
-	// CapacityPublishedCondition (VCOMachineTemplate) reports whether the cluster-autoscaler
-	// scale-from-zero annotations describe the machines completely.
+	// CapacityPublishedCondition (VCOMachineTemplate) reports whether the scale-from-zero
+	// capacity (status.capacity and the cluster-autoscaler annotations) describes the machines
+	// completely.
 	CapacityPublishedCondition = "CapacityPublished"
 
 	// ProvisionedReason: the resource exists and is usable.
@@ -79,7 +80,7 @@ const (
 	ConnectingReason = "Connecting"
 	// NotRequestedReason: the spec does not ask for this (no dns, a single site, no gpu).
 	NotRequestedReason = "NotRequested"
-	// CapacityPublishedReason: every scale-from-zero annotation is set.
+	// CapacityPublishedReason: status.capacity and every scale-from-zero annotation are set.
 	CapacityPublishedReason = "CapacityPublished"
 	// GPUProfilePinnedReason: spec.gpu.profileId pins a profile, which does not name a vendor,
 	// so the GPU is left out of the published capacity.
