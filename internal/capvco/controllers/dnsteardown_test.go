@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
+	"github.com/capx-io/capx/internal/vco"
 	"github.com/capx-io/capx/internal/vco/vcosim"
 )
 
@@ -25,9 +26,12 @@ func TestClusterDeletedDuringItsFirstDNSWrite(t *testing.T) {
 	t.Parallel()
 	inWrite, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
+	// The held create must outlast the test's look at the teardown however loaded the machine
+	// is: with the harness's 2 s client timeout it ended "outcome unknown" mid-test under load,
+	// and the teardown then rightly moved on.
 	h := newHarness(t, harnessOptions{sim: vcosim.Options{DNSWriting: func(string) {
 		once.Do(func() { close(inWrite); <-release })
-	}}})
+	}}, clientOp: vco.Options{Timeout: 10 * time.Minute}})
 	t.Cleanup(func() {
 		select {
 		case <-release:
