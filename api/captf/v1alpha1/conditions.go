@@ -4,7 +4,12 @@ package v1alpha1
 // summarises and is mirrored by CAPI into InfrastructureReady; waiting is Unknown, never False,
 // so a plan awaiting approval or a lease wait never makes an object un-ready.
 const (
-	// ReadyCondition summarises the object's other conditions.
+	// ReadyCondition summarises the object's other conditions. While something holds every
+	// change until an operator acts (a plan waiting for approval, a state that could not be
+	// saved, is gone or cannot be read, approvals not enforced), its message says so and what to
+	// do, in a line such as "* Changes are held (DestructivePlanBlocked): ...", whatever its
+	// status (after provisioning, the infrastructure's health): CAPI mirrors the condition,
+	// message included, into the owner's InfrastructureReady, and clusterctl describe shows it.
 	ReadyCondition = "Ready"
 
 	// DependenciesReadyCondition is True once the owner objects, the cluster's exports and the
@@ -30,14 +35,15 @@ const (
 	// does not exist; no Job starts, since its Pod could not start either.
 	CredentialsNotFoundReason = "CredentialsNotFound"
 
-	// ApplyJobSucceededCondition reports the newest apply (or destroy). A refresh or drift check
-	// applies nothing and leaves it as it was.
+	// ApplyJobSucceededCondition reports the newest apply (or destroy, or a failed plan of the
+	// current inputs). A refresh or drift check applies nothing and leaves it as it was.
 	ApplyJobSucceededCondition = "ApplyJobSucceeded"
 	// ApplySucceededReason: the newest apply succeeded.
 	ApplySucceededReason = "ApplySucceeded"
 	// DestroySucceededReason: the destroy succeeded.
 	DestroySucceededReason = "DestroySucceeded"
-	// ApplyFailedReason: the newest apply failed; it is retried with backoff.
+	// ApplyFailedReason: the newest apply (under applyPolicy Manual: or plan) failed; it is
+	// retried with backoff.
 	ApplyFailedReason = "ApplyFailed"
 	// DestroyFailedReason: the destroy failed; it is retried with backoff.
 	DestroyFailedReason = "DestroyFailed"

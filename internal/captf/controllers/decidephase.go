@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -73,11 +74,13 @@ func (r *provider[T]) input(p *pass[T]) decide.Input {
 	if p.rendered != nil {
 		in.InputsHash = p.rendered.Hash
 	}
-	changeOp, hash := captfv1.OperationApply, in.InputsHash
+	// A change of these inputs is applied, or (Manual) planned first: a failed plan backs off
+	// like a failed apply, and its error is the change's.
+	changeOps, hash := []captfv1.Operation{captfv1.OperationApply, captfv1.OperationPlan}, in.InputsHash
 	if in.Deleting {
-		changeOp, hash = captfv1.OperationDestroy, ""
+		changeOps, hash = []captfv1.Operation{captfv1.OperationDestroy}, ""
 	}
-	in.LastChange, in.Failures = lastRun(p.jobList, changeOp, hash)
+	in.LastChange, in.Failures = lastRun(p.jobList, hash, changeOps...)
 	lastApplied := lastSuccess(p.jobList, captfv1.OperationApply, "")
 	in.LastRefresh = latest(lastApplied, lastSuccess(p.jobList, captfv1.OperationRefresh, ""))
 	in.PendingRefreshes = countSince(p.jobList, captfv1.OperationRefresh, lastApplied)
@@ -254,16 +257,16 @@ func (r *provider[T]) backupOf(p *pass[T], serial int64) *state.BackupSet {
 	return nil
 }
 
-// lastRun returns an operation's newest recorded run (of the given inputs hash, if any) and how
-// many of its newest runs failed in a row. Interruptions are not the module's failures and are
-// skipped; a blocked or plan-changed apply ends the count.
-func lastRun(list []batchv1.Job, op captfv1.Operation, hash string) (*decide.Run, int) {
+// lastRun returns the newest recorded run of the operations (of the given inputs hash, if any)
+// and how many of their newest runs failed in a row. Interruptions are not the module's
+// failures and are skipped; a success, a blocked or a plan-changed apply ends the count.
+func lastRun(list []batchv1.Job, hash string, ops ...captfv1.Operation) (*decide.Run, int) {
 	var last *decide.Run
 	failures := 0
 	for i := range list { // newest first
 		j := &list[i]
 		res := captfv1.RunResult(j.Annotations[captfv1.BookkeptAnnotation])
-		if res == "" || j.Labels[captfv1.OperationLabel] != string(op) ||
+		if res == "" || !slices.Contains(ops, captfv1.Operation(j.Labels[captfv1.OperationLabel])) ||
 			(hash != "" && j.Annotations[captfv1.InputsHashAnnotation] != hash) {
 			continue
 		}

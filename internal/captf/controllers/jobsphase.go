@@ -26,6 +26,12 @@ const (
 	// withdrawnAnnotation marks a restore Job whose request (the captf.io/restore-state
 	// annotation) was removed since: it no longer answers a new request for the same serial.
 	withdrawnAnnotation = "captf.io/restore-withdrawn"
+	// errorKindAnnotation and errorAnnotation are a Job's status.lastRun.error (kind, and the
+	// runner's redacted summary): on the Job, in the same write as its result, every pass that
+	// sees the result sees its error, although the object it reads from the cache may still show
+	// an older status.lastRun.
+	errorKindAnnotation = "captf.io/error-kind"
+	errorAnnotation     = "captf.io/error"
 )
 
 // listJobs lists the object's Jobs from the cache and finds the running one.
@@ -61,13 +67,14 @@ func (r *provider[T]) bookkeep(ctx context.Context, p *pass[T]) error {
 			return err
 		}
 		res := runResult(captfv1.Operation(job.Labels[captfv1.OperationLabel]), phase, outcome)
-		if err := r.recordRun(ctx, p, job, res, outcome); err != nil {
+		summary, err := r.recordRun(ctx, p, job, res, outcome)
+		if err != nil {
 			return fmt.Errorf("record Job %s: %w", job.Name, err)
 		}
 		if err := r.releaseLeases(ctx, p, job.Name); err != nil {
 			return err
 		}
-		if err := r.markBookkept(ctx, job, res, outcome.Result); err != nil {
+		if err := r.markBookkept(ctx, job, summary, outcome.Result); err != nil {
 			return err
 		}
 	}
@@ -138,12 +145,17 @@ func runResult(op captfv1.Operation, phase jobs.Phase, o jobs.Outcome) captfv1.R
 	return captfv1.RunFailed
 }
 
-// recordRun applies what a finished Job changed.
-func (r *provider[T]) recordRun(ctx context.Context, p *pass[T], job *batchv1.Job, res captfv1.RunResult, o jobs.Outcome) error {
+// recordRun applies what a finished Job changed and returns its summary (status.lastRun).
+func (r *provider[T]) recordRun(ctx context.Context, p *pass[T], job *batchv1.Job, res captfv1.RunResult, o jobs.Outcome) (*captfv1.RunSummary, error) {
 	op := captfv1.Operation(job.Labels[captfv1.OperationLabel])
 	summary := runSummary(job, op, res, o)
 	p.status.LastRun = summary
 	r.event(p, job, summary)
+	return summary, r.applyRun(ctx, p, job, op, res, o)
+}
+
+// applyRun applies what a finished Job of op changed: an applied or restored state, a plan.
+func (r *provider[T]) applyRun(ctx context.Context, p *pass[T], job *batchv1.Job, op captfv1.Operation, res captfv1.RunResult, o jobs.Outcome) error {
 
 	switch {
 	case res == captfv1.RunSucceeded && (op == captfv1.OperationApply || op == captfv1.OperationRestore):
@@ -242,13 +254,17 @@ func (r *provider[T]) event(p *pass[T], job *batchv1.Job, s *captfv1.RunSummary)
 	r.recorder.Event(p.scope.Object, kind, reason, msg)
 }
 
-// markBookkept records a Job's result on the Job itself.
-func (r *provider[T]) markBookkept(ctx context.Context, job *batchv1.Job, res captfv1.RunResult, rr *runresult.Result) error {
+// markBookkept records a Job's result, and its error if it has one, on the Job itself.
+func (r *provider[T]) markBookkept(ctx context.Context, job *batchv1.Job, s *captfv1.RunSummary, rr *runresult.Result) error {
 	before := job.DeepCopy()
 	if job.Annotations == nil {
 		job.Annotations = map[string]string{}
 	}
-	job.Annotations[captfv1.BookkeptAnnotation] = string(res)
+	job.Annotations[captfv1.BookkeptAnnotation] = string(s.Result)
+	if e := s.Error; e != nil {
+		job.Annotations[errorKindAnnotation] = e.Kind
+		job.Annotations[errorAnnotation] = e.Summary
+	}
 	if rr != nil && rr.Drift != nil {
 		job.Annotations[driftAnnotation] = strconv.Itoa(rr.Drift.Resources)
 	}

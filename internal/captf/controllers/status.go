@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -80,6 +81,51 @@ func updateStatus[T capi.Object](p *pass[T], k kind[T]) {
 	}
 	k.setStatus(p)
 	setReady(p, k.readyCountsApplies())
+	noteHold(p)
+}
+
+// noteHold puts what freezes the object (heldBy) into the message of its Ready condition, whose
+// status stays what the infrastructure is (after provisioning, its health: a frozen object's
+// infrastructure still works). CAPI mirrors that condition, message included, into the Cluster's,
+// Machine's or MachinePool's InfrastructureReady, and clusterctl describe shows its message: an
+// operator looking at CAPI sees that no change applies until someone acts.
+func noteHold[T capi.Object](p *pass[T]) {
+	note := heldBy(p)
+	ready := conditions.Get(p.scope.Object, captfv1.ReadyCondition)
+	if note == "" || ready == nil || strings.Contains(ready.Message, note) {
+		return
+	}
+	if ready.Message != "" {
+		note = ready.Message + "\n" + note
+	}
+	ready.Message = note
+	conditions.Set(p.scope.Object, *ready)
+}
+
+// heldBy says what holds every change of the object until an operator acts ("" when nothing
+// does): a state that could not be saved or is gone or unreadable, a plan waiting for approval,
+// approvals not enforced, a machine's durable inputs gone. Each is the message of the condition
+// that reports it, with its reason.
+func heldBy[T capi.Object](p *pass[T]) string {
+	obj, reason := p.scope.Object, p.decision.Reason
+	cond := captfv1.ApplyJobSucceededCondition
+	switch reason {
+	case captfv1.StateTooLargeReason, captfv1.StateNotPersistedReason, captfv1.StateLostReason,
+		captfv1.DestructivePlanBlockedReason, captfv1.PlanAwaitingApprovalReason, captfv1.PlanChangedReason,
+		captfv1.ApprovalsNotEnforcedReason, captfv1.DurableInputsMissingReason:
+	case p.input.State.Unreadable:
+		if reason == "" {
+			return ""
+		}
+		cond = captfv1.StateReadableCondition
+	default:
+		return ""
+	}
+	c := conditions.Get(obj, cond)
+	if c == nil || c.Reason != reason {
+		return ""
+	}
+	return "* Changes are held (" + reason + "): " + c.Message
 }
 
 // setClusterStatus sets what only a TerraformCluster reports: whether its deletion waits for
@@ -230,11 +276,13 @@ func applyCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string, 
 		return metav1.ConditionUnknown, d.Reason, "The cap on active Jobs is reached"
 	}
 	last := p.status.LastRun
-	for i := range p.jobList { // newest recorded apply or destroy
+	for i := range p.jobList { // newest recorded apply or destroy, or failed plan (Manual)
 		j := &p.jobList[i]
 		op := captfv1.Operation(j.Labels[captfv1.OperationLabel])
 		res := captfv1.RunResult(j.Annotations[captfv1.BookkeptAnnotation])
-		if res == "" || (op != captfv1.OperationApply && op != captfv1.OperationDestroy) {
+		failedPlan := op == captfv1.OperationPlan && res == captfv1.RunFailed &&
+			j.Annotations[captfv1.InputsHashAnnotation] == p.input.InputsHash
+		if res == "" || (op != captfv1.OperationApply && op != captfv1.OperationDestroy && !failedPlan) {
 			continue
 		}
 		switch {
@@ -248,11 +296,12 @@ func applyCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string, 
 				reason = captfv1.DestroyFailedReason
 			}
 			msg := "Job " + j.Name + " failed"
-			if last != nil && last.Job == j.Name && last.Error != nil {
-				msg += ": " + last.Error.Summary
-				if last.Error.Kind == "deadline" {
-					reason = captfv1.JobDeadlineExceededReason
-				}
+			kind, summary := runError(j, last)
+			if summary != "" {
+				msg += ": " + summary
+			}
+			if kind == "deadline" {
+				reason = captfv1.JobDeadlineExceededReason
 			}
 			if d.Wait && d.RequeueAfter > 0 {
 				msg += fmt.Sprintf(" (retrying in %s)", d.RequeueAfter.Round(1e9))
@@ -265,6 +314,18 @@ func applyCondition[T capi.Object](p *pass[T]) (metav1.ConditionStatus, string, 
 		return metav1.ConditionTrue, captfv1.ApplySucceededReason, "The state records a successful apply"
 	}
 	return metav1.ConditionUnknown, captfv1.NoApplyYetReason, noApplyMessage(d)
+}
+
+// runError is a failed Job's error kind and summary: as bookkeeping recorded them on the Job,
+// else (a Job recorded by a manager before that) from status.lastRun when it is that Job's.
+func runError(j *batchv1.Job, last *captfv1.RunSummary) (kind, summary string) {
+	if k, ok := j.Annotations[errorKindAnnotation]; ok {
+		return k, j.Annotations[errorAnnotation]
+	}
+	if last != nil && last.Job == j.Name && last.Error != nil {
+		return last.Error.Kind, last.Error.Summary
+	}
+	return "", ""
 }
 
 // background operations read and record what is there; they apply nothing, so while one runs

@@ -177,6 +177,21 @@ func TestApplyCondition(t *testing.T) {
 			p.jobList = []batchv1.Job{failedApply}
 			p.status.LastRun = &captfv1.RunSummary{Job: "c-apply-1", Error: &captfv1.RunError{Kind: "deadline", Summary: "stopped"}}
 		}), metav1.ConditionFalse, captfv1.JobDeadlineExceededReason, "Job c-apply-1 failed: stopped"},
+		// Issue 25: the pass after the one that recorded a failure may read the object from a
+		// cache that has not seen its new status.lastRun yet; the Job carries its own error.
+		{"the error is the Job's own, whatever status.lastRun says", statusPass(func(p *pass[*captfv1.TerraformCluster]) {
+			failed := job("c-apply-2", captfv1.OperationApply, captfv1.RunFailed)
+			failed.Annotations[errorKindAnnotation], failed.Annotations[errorAnnotation] = "step", "Error: Invalid value for variable"
+			p.jobList = []batchv1.Job{failed, failedApply}
+			p.status.LastRun = &captfv1.RunSummary{Job: "c-apply-1", Error: &captfv1.RunError{Summary: "boom"}}
+		}), metav1.ConditionFalse, captfv1.ApplyFailedReason, "Job c-apply-2 failed: Error: Invalid value for variable"},
+		{"a failed plan of the current inputs is the change's failure (Manual)", statusPass(func(p *pass[*captfv1.TerraformCluster]) {
+			failed := job("c-plan-1", captfv1.OperationPlan, captfv1.RunFailed)
+			failed.Annotations[captfv1.InputsHashAnnotation] = "h2:b"
+			failed.Annotations[errorKindAnnotation], failed.Annotations[errorAnnotation] = "step", "Error: nope"
+			p.input.InputsHash = "h2:b"
+			p.jobList = []batchv1.Job{failed, job("c-apply-1", captfv1.OperationApply, captfv1.RunSucceeded)}
+		}), metav1.ConditionFalse, captfv1.ApplyFailedReason, "Job c-plan-1 failed: Error: nope"},
 		{"a destroy succeeded", statusPass(func(p *pass[*captfv1.TerraformCluster]) {
 			p.jobList = []batchv1.Job{job("c-destroy-1", captfv1.OperationDestroy, captfv1.RunSucceeded)}
 		}), metav1.ConditionTrue, captfv1.DestroySucceededReason, "Job c-destroy-1"},
@@ -380,6 +395,60 @@ func TestDeletingCondition(t *testing.T) {
 			c := conditions.Get(tc.pass.scope.Object, clusterv1.DeletingCondition)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect([]string{string(c.Status), c.Reason, c.Message}).To(Equal([]string{string(metav1.ConditionTrue), clusterv1.DeletingReason, tc.msg}))
+		})
+	}
+}
+
+// TestReadySaysWhatHoldsTheObject (issue 25): an object frozen until an operator acts (a plan
+// waiting for approval, a lost or unreadable state, ...) keeps its Ready status (after
+// provisioning, its health: the infrastructure works), and Ready's message says what holds it.
+// CAPI mirrors that condition, message included, into InfrastructureReady, and clusterctl
+// describe shows it.
+func TestReadySaysWhatHoldsTheObject(t *testing.T) {
+	healthy := func(f func(p *pass[*captfv1.TerraformCluster])) *pass[*captfv1.TerraformCluster] {
+		return statusPass(func(p *pass[*captfv1.TerraformCluster]) {
+			p.init.Provisioned = ptr.To(true)
+			p.snap = &state.Snapshot{Serial: 4, InputsHash: "h2:a", Resources: 3}
+			p.status.Health = &captfv1.Health{State: "running", Healthy: true}
+			// As earlier passes left them: a pass that cannot read the state keeps them.
+			for _, typ := range []string{captfv1.InfrastructureHealthyCondition, captfv1.OutputsValidCondition} {
+				conditions.Set(p.scope.Object, metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: "AsBefore"})
+			}
+			f(p)
+		})
+	}
+	for _, tc := range []struct {
+		name string
+		pass *pass[*captfv1.TerraformCluster]
+		msg  string
+	}{
+		{"nothing holds it: no message", healthy(func(p *pass[*captfv1.TerraformCluster]) {
+			p.decision = decide.Decision{Reason: decide.ReasonUpToDate}
+		}), ""},
+		{"a held destructive plan", healthy(func(p *pass[*captfv1.TerraformCluster]) {
+			p.decision = decide.Decision{Reason: captfv1.DestructivePlanBlockedReason, Wait: true}
+		}), "* Changes are held (DestructivePlanBlocked): The plan deletes or replaces resources and waits for an approved TerraformPlan"},
+		{"a plan awaiting approval", healthy(func(p *pass[*captfv1.TerraformCluster]) {
+			p.decision = decide.Decision{Reason: captfv1.PlanAwaitingApprovalReason, Wait: true}
+		}), "* Changes are held (PlanAwaitingApproval): A plan waits for approval"},
+		{"a lost state", healthy(func(p *pass[*captfv1.TerraformCluster]) {
+			p.snap = nil
+			p.stateErr = state.ErrNotFound
+			p.decision = decide.Decision{Reason: captfv1.StateLostReason, Wait: true}
+		}), "* Changes are held (StateLost): " + stateLostMessage},
+		{"an unreadable state", healthy(func(p *pass[*captfv1.TerraformCluster]) {
+			p.snap = nil
+			p.stateErr = &lockedError{who: "someone@elsewhere"}
+			p.input.State.Unreadable = captfv1.StateLockedReason
+			p.decision = decide.Decision{Reason: captfv1.StateLockedReason, Wait: true}
+		}), "* Changes are held (StateLocked): " + (&lockedError{who: "someone@elsewhere"}).Error()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			updateStatus(tc.pass, clusterKind{})
+			ready := conditions.Get(tc.pass.scope.Object, captfv1.ReadyCondition)
+			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "a frozen object's infrastructure still works")
+			g.Expect(ready.Message).To(Equal(tc.msg))
 		})
 	}
 }

@@ -55,8 +55,9 @@ type Input struct {
 
 	// ApplyPolicy of the object.
 	ApplyPolicy captfv1.ApplyPolicy
-	// LastChange is the newest finished apply of the current inputs (while deleting: the newest
-	// destroy), if any.
+	// LastChange is the newest finished apply or plan of the current inputs (while deleting: the
+	// newest destroy), if any: under Manual a change is planned first, and a failed plan backs
+	// off like a failed apply.
 	LastChange *Run
 	// Failures counts consecutive failures of that operation.
 	Failures int

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -97,4 +98,22 @@ func TestStateTooLargeIsNotPersisted(t *testing.T) {
 	kept, err := io.ReadAll(zr)
 	must(t, err)
 	g.Expect(kept).To(Equal(raw), "the kept copy is the errored state, byte for byte")
+
+	// The run reports the changes it made, although OpenTofu printed no summary line: every
+	// resource instance the unsaved state holds was created by it.
+	var errored struct {
+		Resources []struct {
+			Mode      string            `json:"mode"`
+			Instances []json.RawMessage `json:"instances"`
+		} `json:"resources"`
+	}
+	must(t, json.Unmarshal(raw, &errored))
+	created := 0
+	for _, r := range errored.Resources {
+		if r.Mode == "managed" {
+			created += len(r.Instances)
+		}
+	}
+	g.Expect(created).To(BeNumerically(">", 24))
+	g.Expect(o.res.Changes).To(Equal(&runresult.Changes{Add: created}), o.raw)
 }

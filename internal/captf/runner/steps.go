@@ -185,18 +185,25 @@ func (t *tailBuffer) String() string {
 }
 
 // The final summary lines of apply and destroy, e.g. "Apply complete! Resources: 1 imported,
-// 2 added, 0 changed, 1 destroyed." and "Destroy complete! Resources: 3 destroyed."
+// 2 added, 0 changed, 1 destroyed." and "Destroy complete! Resources: 3 destroyed.", and the
+// line each resource change prints once done ("module.role.x: Creation complete after 0s").
 var (
 	applySummary   = regexp.MustCompile(`complete! Resources: .*?(\d+) added, (\d+) changed, (\d+) destroyed`)
 	destroySummary = regexp.MustCompile(`Destroy complete! Resources: (\d+) destroyed`)
+	resourceDone   = regexp.MustCompile(`: (Creation|Modifications|Destruction) complete after `)
 )
 
-// countScanner finds the resource counts in a step's stdout, line by line.
+// countScanner finds the resource counts in a step's stdout, line by line: the summary line,
+// else (a step that failed before printing one, such as an apply whose state could not be
+// saved) the resource changes it completed, counted as the summary counts them (a replace once
+// in add and once in destroy).
 type countScanner struct {
 	mu      sync.Mutex
 	partial []byte
 	changes runresult.Changes
 	ok      bool
+	done    runresult.Changes
+	anyDone bool
 }
 
 func (c *countScanner) Write(p []byte) (int, error) {
@@ -224,12 +231,22 @@ func (c *countScanner) scan(line []byte) {
 	} else if m := destroySummary.FindSubmatch(line); m != nil {
 		c.changes = runresult.Changes{Destroy: atoi(m[1])}
 		c.ok = true
+	} else if m := resourceDone.FindSubmatch(line); m != nil {
+		switch string(m[1]) {
+		case "Creation":
+			c.done.Add++
+		case "Modifications":
+			c.done.Change++
+		default:
+			c.done.Destroy++
+		}
+		c.anyDone = true
 	}
 }
 
 func (c *countScanner) reset() {
 	c.mu.Lock()
-	c.partial, c.ok = nil, false
+	c.partial, c.ok, c.done, c.anyDone = nil, false, runresult.Changes{}, false
 	c.mu.Unlock()
 }
 
@@ -238,6 +255,10 @@ func (c *countScanner) found() (runresult.Changes, bool) {
 	defer c.mu.Unlock()
 	if len(c.partial) > 0 {
 		c.scan(c.partial)
+		c.partial = nil
+	}
+	if !c.ok && c.anyDone {
+		return c.done, true
 	}
 	return c.changes, c.ok
 }
