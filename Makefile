@@ -89,6 +89,12 @@ images: ## Build the local images (manager, CAPI manager, vcosim, test modules) 
 # config/metadata.yaml, so clusterctl and krew accept them.
 SERIES := $(shell awk '/major:/ {m=$$NF} /minor:/ {print m "." $$NF}' config/metadata.yaml | sort -V | tail -n1)
 export CAPX_SNAPSHOT_VERSION ?= $(SERIES).0-snapshot.g$(COMMIT)
+# goreleaser knows no commit without a tag; the snapshot's SBOMs name it from these.
+ifeq ($(origin CAPX_SNAPSHOT_COMMIT),undefined)
+CAPX_SNAPSHOT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
+CAPX_SNAPSHOT_DATE := $(shell TZ=UTC git show -s --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ HEAD 2>/dev/null)
+endif
+export CAPX_SNAPSHOT_COMMIT CAPX_SNAPSHOT_DATE
 # Files generated from the binaries and the release; make verify-release fails when they are stale.
 RELEASE_GENERATED := goreleaser.yaml completions plugins/krew docs/reference docs/api.md mkdocs.yml
 # RELEASE_PLATFORMS=all (default) builds every platform of goreleaser.yaml, as a release does;

@@ -163,12 +163,14 @@ checksum:
   algorithm: sha256
 
 # An SPDX document per binary, from the module list the Go linker recorded in it: hack/sbom, which
-# make release-snapshot builds into bin/capx-sbom first. goreleaser runs it in dist/.
+# make release-snapshot builds into bin/capx-sbom first. goreleaser runs it in dist/. The binary
+# records no version or commit (-trimpath, -buildvcs=false), so the release is named here.
 sboms:
 - id: binaries
   artifacts: binary
   cmd: ../bin/capx-sbom
-  args: [$artifact, $document]
+  # A snapshot has no tag, and goreleaser then knows no commit ("none"): the Makefile passes it.
+  args: [-version, 'v{{"{{"}} .Version {{"}}"}}', -commit, '{{"{{"}} if .IsSnapshot {{"}}"}}{{"{{"}} .Env.CAPX_SNAPSHOT_COMMIT {{"}}"}}{{"{{"}} else {{"}}"}}{{"{{"}} .FullCommit {{"}}"}}{{"{{"}} end {{"}}"}}', -date, '{{"{{"}} if .IsSnapshot {{"}}"}}{{"{{"}} .Env.CAPX_SNAPSHOT_DATE {{"}}"}}{{"{{"}} else {{"}}"}}{{"{{"}} .CommitDate {{"}}"}}{{"{{"}} end {{"}}"}}', $artifact, $document]
   documents:
   - '{{"{{"}} .Binary {{"}}"}}_v{{"{{"}} .Version {{"}}"}}_{{"{{"}} .Os {{"}}"}}_{{"{{"}} .Arch {{"}}"}}.spdx.json'
 

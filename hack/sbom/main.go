@@ -4,10 +4,13 @@
 // binary of a release (see goreleaser.yaml; make release-snapshot builds it into bin/capx-sbom);
 // no scanner has to be installed for that.
 //
-//	go run ./hack/sbom [-dist DIR] BINARY OUTPUT.spdx.json
+//	go run ./hack/sbom [-dist DIR] -version v1.2.3 -commit SHA -date RFC3339 BINARY OUTPUT.spdx.json
 //
 // Relative paths are taken inside -dist, when given (goreleaser runs it in its dist folder and
-// passes paths relative to it).
+// passes paths relative to it). The release's version, commit and commit date come from
+// goreleaser: a -trimpath -buildvcs=false binary records neither (its main module is
+// "(devel)"), and the document would otherwise name no release. The date is the document's
+// creation time, so the same commit always gives the same document.
 package main
 
 import (
@@ -15,12 +18,13 @@ import (
 	"debug/buildinfo"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
+	"time"
 )
 
 type document struct {
@@ -46,6 +50,8 @@ type pkg struct {
 	DownloadLocation string     `json:"downloadLocation"`
 	FilesAnalyzed    bool       `json:"filesAnalyzed"`
 	Checksums        []checksum `json:"checksums,omitempty"`
+	LicenseDeclared  string     `json:"licenseDeclared,omitempty"`
+	SourceInfo       string     `json:"sourceInfo,omitempty"`
 	ExternalRefs     []extRef   `json:"externalRefs,omitempty"`
 	Comment          string     `json:"comment,omitempty"`
 }
@@ -67,15 +73,27 @@ type relationship struct {
 	Related string `json:"relatedSpdxElement"`
 }
 
+// release names what the binary was released as.
+type release struct {
+	Version, Commit, Date string
+	// License is the SPDX expression of the project's own code.
+	License string
+}
+
 func main() {
 	dist := flag.String("dist", "", "folder relative paths are taken in")
+	var r release
+	flag.StringVar(&r.Version, "version", "", "the release's version, e.g. v1.2.3 (goreleaser: v{{ .Version }})")
+	flag.StringVar(&r.Commit, "commit", "", "the release's full commit (goreleaser: {{ .FullCommit }})")
+	flag.StringVar(&r.Date, "date", "", "the commit's date, RFC 3339 (goreleaser: {{ .CommitDate }})")
+	flag.StringVar(&r.License, "license", "Apache-2.0", "SPDX licence expression of the project's code")
 	flag.Parse()
 	if flag.NArg() != 2 {
-		fmt.Fprintln(os.Stderr, "usage: sbom [-dist DIR] BINARY OUTPUT.spdx.json")
+		fmt.Fprintln(os.Stderr, "usage: sbom [-dist DIR] -version V -commit SHA -date RFC3339 BINARY OUTPUT.spdx.json")
 		os.Exit(2)
 	}
 	in, out := inDist(*dist, flag.Arg(0)), inDist(*dist, flag.Arg(1))
-	doc, err := build(in)
+	doc, err := build(in, r)
 	if err == nil {
 		var b []byte
 		b, err = json.MarshalIndent(doc, "", "  ")
@@ -96,7 +114,20 @@ func inDist(dist, p string) string {
 	return filepath.Join(dist, p)
 }
 
-func build(binary string) (*document, error) {
+func (r release) check() error {
+	if r.Version == "" || r.Commit == "" || r.Date == "" {
+		return errors.New("-version, -commit and -date name the release: goreleaser.yaml passes them")
+	}
+	if _, err := time.Parse(time.RFC3339, r.Date); err != nil {
+		return fmt.Errorf("-date %q: %w", r.Date, err)
+	}
+	return nil
+}
+
+func build(binary string, r release) (*document, error) {
+	if err := r.check(); err != nil {
+		return nil, err
+	}
 	info, err := buildinfo.ReadFile(binary)
 	if err != nil {
 		return nil, fmt.Errorf("%s: no Go build information: %w", binary, err)
@@ -112,21 +143,23 @@ func build(binary string) (*document, error) {
 		SPDXVersion:       "SPDX-2.3",
 		DataLicense:       "CC0-1.0",
 		SPDXID:            "SPDXRef-DOCUMENT",
-		Name:              name,
-		DocumentNamespace: "https://github.com/capx-io/capx/spdx/" + name + "-" + sum,
+		Name:              name + " " + r.Version,
+		DocumentNamespace: "https://github.com/capx-io/capx/spdx/" + name + "-" + r.Version + "-" + sum,
 		CreationInfo: creationInfo{
-			Created:  buildSetting(info, "vcs.time", "1970-01-01T00:00:00Z"),
+			Created:  r.Date,
 			Creators: []string{"Tool: capx-hack-sbom", "Organization: capx"},
 		},
 	}
+	source := "built from " + info.Main.Path + " at commit " + r.Commit + " (" + r.Date + ")"
 	doc.Packages = append(doc.Packages, pkg{
 		SPDXID: "SPDXRef-Binary", Name: name, DownloadLocation: "NOASSERTION",
-		VersionInfo: info.Main.Version,
-		Checksums:   []checksum{{Algorithm: "SHA256", Value: sum}},
-		Comment:     "built from " + info.Path + " with " + info.GoVersion,
+		VersionInfo:     r.Version,
+		Checksums:       []checksum{{Algorithm: "SHA256", Value: sum}},
+		LicenseDeclared: r.License, SourceInfo: source,
+		Comment: "main package " + info.Path + ", " + info.GoVersion,
 	})
 	doc.Relationships = append(doc.Relationships, relationship{"SPDXRef-DOCUMENT", "DESCRIBES", "SPDXRef-Binary"})
-	add := func(id, path, version, hash string) {
+	add := func(id, path, version, hash string) *pkg {
 		p := pkg{
 			SPDXID: id, Name: path, VersionInfo: version, DownloadLocation: "NOASSERTION",
 			ExternalRefs: []extRef{{"PACKAGE-MANAGER", "purl", "pkg:golang/" + path + "@" + version}},
@@ -136,9 +169,12 @@ func build(binary string) (*document, error) {
 		}
 		doc.Packages = append(doc.Packages, p)
 		doc.Relationships = append(doc.Relationships, relationship{"SPDXRef-Binary", "CONTAINS", id})
+		return &doc.Packages[len(doc.Packages)-1]
 	}
-	add("SPDXRef-Main", info.Main.Path, info.Main.Version, info.Main.Sum)
-	add("SPDXRef-Go", "stdlib", info.GoVersion, "")
+	mod := add("SPDXRef-Main", info.Main.Path, r.Version, info.Main.Sum)
+	mod.LicenseDeclared, mod.SourceInfo = r.License, source
+	mod.DownloadLocation = "git+https://" + info.Main.Path + "@" + r.Commit
+	add("SPDXRef-Go", "stdlib", info.GoVersion, "").LicenseDeclared = "BSD-3-Clause"
 	for i, d := range info.Deps {
 		m := d
 		if d.Replace != nil {
@@ -147,15 +183,6 @@ func build(binary string) (*document, error) {
 		add(fmt.Sprintf("SPDXRef-Module-%d", i), m.Path, m.Version, m.Sum)
 	}
 	return doc, nil
-}
-
-func buildSetting(info *buildinfo.BuildInfo, key, def string) string {
-	for _, s := range info.Settings {
-		if s.Key == key && strings.TrimSpace(s.Value) != "" {
-			return s.Value
-		}
-	}
-	return def
 }
 
 func fileSHA256(p string) (string, error) {

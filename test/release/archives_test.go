@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/capx-io/capx/hack/dist"
 )
@@ -50,13 +51,21 @@ func TestArchives(t *testing.T) {
 	if !ids["manager"] {
 		t.Error("no manager archives")
 	}
+	revision := s.revision
+	commitDate := commitTime(t, s.root, revision)
 	for _, b := range dist.Filter(s.artifacts, dist.Binary, "") {
 		sbom := filepath.Join(s.dist, b.ID()+"_"+s.version+"_"+b.Goos+"_"+b.Goarch+".spdx.json")
 		var doc struct {
-			SPDXVersion string `json:"spdxVersion"`
-			Packages    []struct {
-				Name        string `json:"name"`
-				VersionInfo string `json:"versionInfo"`
+			SPDXVersion  string `json:"spdxVersion"`
+			Name         string `json:"name"`
+			CreationInfo struct {
+				Created string `json:"created"`
+			} `json:"creationInfo"`
+			Packages []struct {
+				Name            string `json:"name"`
+				VersionInfo     string `json:"versionInfo"`
+				LicenseDeclared string `json:"licenseDeclared"`
+				SourceInfo      string `json:"sourceInfo"`
 			} `json:"packages"`
 		}
 		raw, err := os.ReadFile(sbom)
@@ -67,6 +76,13 @@ func TestArchives(t *testing.T) {
 		if err := json.Unmarshal(raw, &doc); err != nil || doc.SPDXVersion != "SPDX-2.3" {
 			t.Errorf("%s: not an SPDX 2.3 document (%v)", sbom, err)
 			continue
+		}
+		// The document names the release: the version, the commit and its date, the licence.
+		if want := filepath.Base(b.Path) + " " + s.version; doc.Name != want || doc.CreationInfo.Created != commitDate {
+			t.Errorf("%s: named %q, created %s; want %q created at the commit, %s", sbom, doc.Name, doc.CreationInfo.Created, want, commitDate)
+		}
+		if p := doc.Packages[0]; p.VersionInfo != s.version || p.LicenseDeclared != "Apache-2.0" || !strings.Contains(p.SourceInfo, revision) {
+			t.Errorf("%s: the binary's package has version %q, licence %q, source %q; want %s, Apache-2.0, commit %s", sbom, p.VersionInfo, p.LicenseDeclared, p.SourceInfo, s.version, revision)
 		}
 		var names []string
 		for _, p := range doc.Packages {
@@ -89,6 +105,16 @@ func TestArchives(t *testing.T) {
 			}
 		}
 	}
+}
+
+// commitTime is a commit's committer date in UTC, as goreleaser's CommitDate gives it.
+func commitTime(t *testing.T, root, rev string) string {
+	t.Helper()
+	out := strings.TrimSpace(run(t, []string{"TZ=UTC"}, "git", "-C", root, "show", "-s", "--format=%cd", "--date=format-local:%Y-%m-%dT%H:%M:%SZ", rev))
+	if _, err := time.Parse(time.RFC3339, out); err != nil {
+		t.Fatalf("commit date of %s: %q: %v", rev, out, err)
+	}
+	return out
 }
 
 func readSums(t *testing.T, p string) map[string]string {

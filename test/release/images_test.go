@@ -27,7 +27,7 @@ import (
 // binary of this machine's image runs (the manager prints the snapshot's version, tofu its own).
 func TestImages(t *testing.T) {
 	s := loadSnapshot(t)
-	revision := strings.TrimSpace(run(t, nil, "git", "-C", s.root, "rev-parse", "HEAD"))
+	revision := s.revision
 	var managerArchs []string
 	for _, b := range dist.Filter(s.artifacts, dist.Binary, "manager") {
 		if b.Goos == "linux" {

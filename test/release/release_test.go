@@ -31,6 +31,9 @@ func TestMain(m *testing.M) {
 type snapshot struct {
 	root, dist, bin string
 	version         string
+	// revision is the commit the snapshot was built from (its version's g<commit>), not HEAD:
+	// in a shared checkout HEAD may have moved since.
+	revision string
 	artifacts       []dist.Artifact
 }
 
@@ -44,6 +47,11 @@ func loadSnapshot(t *testing.T) *snapshot {
 	if s.version, err = dist.Version(s.dist); err != nil {
 		t.Fatal(err)
 	}
+	_, short, ok := strings.Cut(s.version, "-snapshot.g")
+	if !ok {
+		t.Fatalf("version %s is not a snapshot's (v<series>.0-snapshot.g<commit>)", s.version)
+	}
+	s.revision = strings.TrimSpace(run(t, nil, "git", "-C", root, "rev-parse", short+"^{commit}"))
 	if s.artifacts, err = dist.Artifacts(s.dist); err != nil {
 		t.Fatal(err)
 	}
