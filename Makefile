@@ -135,7 +135,7 @@ endif
 	bin/goreleaser release --snapshot --clean --config $(GORELEASER_CONFIG)
 	go run ./hack/krewmanifests -dist dist -index $(KREW_INDEX) $(BINARIES)
 	go run ./hack/releaseimages -dist dist -o dist/images -tofu bin/tofu \
-	  -tofu-version $$(sed -n 's/^OPENTOFU_VERSION=//p' hack/versions.env) -revision $$(git rev-parse HEAD)
+	  -tofu-version $$(sed -n 's/^OPENTOFU_VERSION=//p' hack/versions.env) -revision $(CAPX_SNAPSHOT_COMMIT) -date $(CAPX_SNAPSHOT_DATE)
 	$(MAKE) --no-print-directory docs
 	@echo "release snapshot v$(CAPX_SNAPSHOT_VERSION): dist/ (archives, checksums, SBOMs, krew/, images/), _artifacts/release/clusterctl/, _artifacts/site/"
 

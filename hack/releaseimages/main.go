@@ -1,7 +1,7 @@
 // Command releaseimages builds the release's container images from a goreleaser dist folder,
 // without a container engine or a registry (test/images, go-containerregistry), as OCI image
 // layouts and, beside each, the same layout as one tar file (`ctr images import --all-platforms`
-// loads it; hack/publish pushes it with its signature):
+// loads it) and an SPDX document per platform (sbom.go):
 //
 //   - capx-manager: the static manager (controllers of both providers, and the CAPTF Job runner
 //     as `manager runner`), for every linux architecture goreleaser built it for.
@@ -15,7 +15,7 @@
 // images.json in the output folder lists each image's name, index digest and platforms.
 //
 //	go run ./hack/releaseimages [-dist dist] [-o dist/images] [-registry ghcr.io/capx-io] \
-//	    -tofu bin/tofu[,bin/tofu-arm64] [-tofu-version v1.12.6] [-revision COMMIT]
+//	    -tofu bin/tofu[,bin/tofu-arm64] -tofu-version v1.12.6 -revision COMMIT -date RFC3339
 package main
 
 import (
@@ -43,7 +43,7 @@ type config struct {
 	tofuVersion         string
 	tofuLicense         string // OpenTofu's LICENSE (MPL-2.0)
 	license             string // this project's LICENSE
-	revision            string
+	revision, date      string // the commit and its date, for the labels and the SBOMs
 }
 
 func main() {
@@ -56,7 +56,11 @@ func main() {
 	flag.StringVar(&c.tofuLicense, "tofu-license", "", "OpenTofu's LICENSE file (default: from the Go module cache, github.com/opentofu/opentofu@<tofu-version>)")
 	flag.StringVar(&c.license, "license", "LICENSE", "this project's licence")
 	flag.StringVar(&c.revision, "revision", "", "full commit the images are built from")
+	flag.StringVar(&c.date, "date", "", "that commit's date, RFC 3339 (the SBOMs' creation time)")
 	flag.Parse()
+	if c.revision == "" || c.date == "" {
+		fail(fmt.Errorf("-revision and -date are required (the Makefile passes the commit and its date)"))
+	}
 	c.tofus = strings.Split(*tofu, ",")
 	if c.tofuVersion == "" {
 		fail(fmt.Errorf("-tofu-version is required (hack/versions.env's OPENTOFU_VERSION)"))
@@ -178,6 +182,17 @@ func run(c config) error {
 			return err
 		}
 		built = append(built, b)
+		contents := func(arch string) []shipped {
+			if img.name == "capx-manager" {
+				return append([]shipped{{"manager", version, "Apache-2.0", "https://github.com/capx-io/capx",
+					"/manager; its Go modules: manager_" + version + "_linux_" + arch + ".spdx.json of the release"}}, baseShipped(version)...)
+			}
+			return append([]shipped{{"OpenTofu (/captf/runtime)", c.tofuVersion, "MPL-2.0", "https://github.com/opentofu/opentofu/tree/" + c.tofuVersion,
+				"built unchanged from the Go module github.com/opentofu/opentofu@" + c.tofuVersion}}, baseShipped(version)...)
+		}
+		if err := writeSBOMs(c.out, img.name, c.registry+"/"+img.name+":"+version, version, c.revision, c.date, contents); err != nil {
+			return err
+		}
 	}
 	j, err := json.MarshalIndent(built, "", "  ")
 	if err != nil {

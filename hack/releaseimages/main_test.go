@@ -65,6 +65,7 @@ func TestBothArchitectures(t *testing.T) {
 		dist: distDir, out: filepath.Join(dir, "images"), registry: "registry.example/capx", tofus: tofus, tofuVersion: "v1.12.6",
 		tofuLicense: write(filepath.Join(dir, "MPL"), []byte("Mozilla Public License Version 2.0\n")),
 		license:     write(filepath.Join(dir, "LICENSE"), []byte("Apache License\n")), revision: "abc123",
+		date: "2026-11-30T10:00:00Z",
 	}
 	if err := run(c); err != nil {
 		t.Fatal(err)
@@ -119,7 +120,44 @@ func TestBothArchitectures(t *testing.T) {
 				t.Errorf("%s %s: /%s is not the %s binary", name, arch, bin, arch)
 			}
 			checkBase(t, name+" "+arch, files)
+			checkSBOM(t, filepath.Join(c.out, name+"_linux_"+arch+".spdx.json"), img.Name, d.Digest.Hex, name)
 		}
+	}
+}
+
+// checkSBOM: the image's document names it and its digest, and lists what it ships with
+// versions and licences.
+func checkSBOM(t *testing.T, path, ref, digest, name string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc spdxDoc
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	img := doc.Packages[0]
+	if doc.CreationInfo.Created != "2026-11-30T10:00:00Z" || img.Name != ref || img.Checksums[0].Value != digest || !strings.Contains(img.SourceInfo, "abc123") {
+		t.Errorf("%s: document %+v", path, doc)
+	}
+	want := map[string]string{"Mozilla NSS root certificates": "MPL-2.0", "time zone database": "NOASSERTION", "manager": "Apache-2.0"}
+	if name == "captf-module-base" {
+		want = map[string]string{"Mozilla NSS root certificates": "MPL-2.0", "OpenTofu": "MPL-2.0"}
+	}
+	for prefix, license := range want {
+		found := false
+		for _, p := range doc.Packages[1:] {
+			if strings.HasPrefix(p.Name, prefix) && p.LicenseDeclared == license && p.VersionInfo != "" {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: no %s (%s) with a version among %+v", path, prefix, license, doc.Packages)
+		}
+	}
+	if len(doc.Relationships) != len(doc.Packages) {
+		t.Errorf("%s: %d relationships for %d packages", path, len(doc.Relationships), len(doc.Packages))
 	}
 }
 

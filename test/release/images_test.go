@@ -104,6 +104,13 @@ func TestImages(t *testing.T) {
 				if d.Platform.Architecture == runtime.GOARCH {
 					host = img
 				}
+				// Its SBOM names the image, its manifest digest and the commit.
+				sbom, err := os.ReadFile(filepath.Join(s.dist, "images", c.name+"_linux_"+d.Platform.Architecture+".spdx.json"))
+				if err != nil {
+					t.Errorf("%v: hack/releaseimages writes an SBOM per image and platform", err)
+				} else if sb := string(sbom); !strings.Contains(sb, `"name": "`+wantRef+`"`) || !strings.Contains(sb, d.Digest.Hex) || !strings.Contains(sb, revision) {
+					t.Errorf("%s %s: the SBOM does not name %s, the digest %s and commit %s", c.name, d.Platform.Architecture, wantRef, d.Digest.Hex, revision)
+				}
 			}
 			if c.archs != nil && strings.Join(archs, ",") != strings.Join(c.archs, ",") {
 				t.Errorf("platforms %v, want %v (the manager's linux builds)", archs, c.archs)

@@ -33,8 +33,8 @@ type snapshot struct {
 	version         string
 	// revision is the commit the snapshot was built from (its version's g<commit>), not HEAD:
 	// in a shared checkout HEAD may have moved since.
-	revision string
-	artifacts       []dist.Artifact
+	revision  string
+	artifacts []dist.Artifact
 }
 
 func loadSnapshot(t *testing.T) *snapshot {
