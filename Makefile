@@ -112,6 +112,10 @@ else
 $(error RELEASE_PLATFORMS must be all or host, not "$(RELEASE_PLATFORMS)")
 endif
 
+# The key the release's files are signed with (hack/sign): a release's is the project's; a
+# snapshot without CAPX_SIGNING_KEY signs with one generated for it, offline.
+SIGNING_KEY = $(or $(CAPX_SIGNING_KEY),_artifacts/release/signing/signing.key)
+
 .PHONY: release-tools
 release-tools: ## Build goreleaser, krew, kubectl, clusterctl and tofu (once per machine, then cached).
 	bash hack/toolchain.sh release
@@ -136,6 +140,11 @@ endif
 	go run ./hack/krewmanifests -dist dist -index $(KREW_INDEX) $(BINARIES)
 	go run ./hack/releaseimages -dist dist -o dist/images -tofu bin/tofu \
 	  -tofu-version $$(sed -n 's/^OPENTOFU_VERSION=//p' hack/versions.env) -revision $(CAPX_SNAPSHOT_COMMIT) -date $(CAPX_SNAPSHOT_DATE)
+ifeq ($(CAPX_SIGNING_KEY),)
+	rm -rf $(dir $(SIGNING_KEY)) && go run ./hack/sign -generate-key $(dir $(SIGNING_KEY))
+endif
+	go run ./hack/sign -key $(SIGNING_KEY) dist/checksums.txt dist/images/images.json dist/krew/*.yaml \
+	  _artifacts/release/clusterctl/infrastructure-capx/v$(CAPX_SNAPSHOT_VERSION)/*.yaml
 	$(MAKE) --no-print-directory docs
 	@echo "release snapshot v$(CAPX_SNAPSHOT_VERSION): dist/ (archives, checksums, SBOMs, krew/, images/), _artifacts/release/clusterctl/, _artifacts/site/"
 

@@ -13,7 +13,8 @@ set -euo pipefail
 
 # e2fsprogs, xfsprogs and cryptsetup: the CSI driver's node tests format ext4/xfs and LUKS2 on loop
 # devices (util-linux has losetup).
-packages=(containerd runc containernetworking-plugins iptables iproute2 util-linux mkdocs mkdocs-material e2fsprogs xfsprogs cryptsetup)
+# openssl: the release's signatures are checked as a user without cosign would (hack/sign).
+packages=(containerd runc containernetworking-plugins iptables iproute2 util-linux mkdocs mkdocs-material e2fsprogs xfsprogs cryptsetup openssl)
 
 missing=()
 for p in "${packages[@]}"; do
