@@ -124,7 +124,9 @@ func (c *Cluster) removeTasks(ctx context.Context) error {
 		_, _ = ctr("tasks", "kill", "-s", "SIGKILL", id)
 		var err error
 		for i := 0; i < 20; i++ {
-			if _, err = ctr("tasks", "delete", id); err == nil {
+			// A task that exited and went meanwhile is what this wants.
+			if _, err = ctr("tasks", "delete", id); err == nil || strings.Contains(err.Error(), "not found") {
+				err = nil
 				break
 			}
 			time.Sleep(250 * time.Millisecond)
