@@ -45,6 +45,9 @@ const (
 	// DestructiveLabel marks a TerraformPlan that deletes or replaces resources an approval must
 	// cover (the instances a machine pool's scale-down drops need none).
 	DestructiveLabel = "captf.io/destructive"
+	// MovesEndpointLabel marks a TerraformPlan that changes the control-plane endpoint latched in
+	// its TerraformCluster (spec.summary.endpointChange says from where to where).
+	MovesEndpointLabel = "captf.io/moves-endpoint"
 
 	// InputsHashAnnotation records the inputs hash of an applied state (on the base state Secret,
 	// on backups and on Jobs).

@@ -95,6 +95,23 @@ type PlanSummary struct {
 	// truncated is true when resources is incomplete.
 	// +optional
 	Truncated bool `json:"truncated,omitempty"`
+	// endpointChange is set when the plan changes the control-plane endpoint away from the one
+	// latched in the TerraformCluster's spec.controlPlaneEndpoint, which Cluster API never
+	// follows: applied, the cluster is no longer reached where Cluster API looks for it. The
+	// plan also carries the label captf.io/moves-endpoint=true.
+	// +optional
+	EndpointChange *PlanEndpointChange `json:"endpointChange,omitempty"`
+}
+
+// PlanEndpointChange is a plan's move of the latched control-plane endpoint.
+type PlanEndpointChange struct {
+	// latched is the endpoint Cluster API uses, host:port.
+	// +kubebuilder:validation:MaxLength=300
+	Latched string `json:"latched"`
+	// planned is the endpoint the plan leaves, host:port, "(known after apply)" when the plan
+	// cannot say yet, or "(none)" when it removes the output.
+	// +kubebuilder:validation:MaxLength=300
+	Planned string `json:"planned"`
 }
 
 // PlanPhase is where a plan is in its life.

@@ -154,6 +154,34 @@ var RoleOutputs = map[Role][]string{
 	RoleMachinePool: {"health", "provider_id", "provider_id_list", "replicas", "instances"},
 }
 
+// PublicOutput reports a contract output whose value is no secret: CAPTF copies it onto the CAPI
+// objects (a cluster's endpoint and failure domains, a machine's provider ID, addresses and
+// failure domain, a pool's provider IDs, replicas and instances, every role's health). The
+// generated root module re-exports every contract output as sensitive; plan views show these
+// anyway, so an approver sees what a plan does to the contract. The cluster's exports, which may
+// carry secrets to machines and pools, are not public.
+func PublicOutput(name string) bool {
+	if name == OutputExports {
+		return false
+	}
+	for _, outs := range RoleOutputs {
+		for _, o := range outs {
+			if o == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Outputs the manager reads by name beyond the contract's list.
+const (
+	// OutputExports is the cluster's exports, passed to machines and pools (sensitive).
+	OutputExports = "exports"
+	// OutputControlPlaneEndpoint is the cluster's control-plane endpoint, latched once.
+	OutputControlPlaneEndpoint = "control_plane_endpoint"
+)
+
 // IsReservedVariable reports whether a user variable name collides with the contract for a role.
 func IsReservedVariable(role Role, name string) bool {
 	if len(name) >= 6 && name[:6] == "captf_" {

@@ -19,6 +19,7 @@ import (
 	"github.com/capx-io/capx/internal/captf/decide"
 	"github.com/capx-io/capx/internal/captf/jobs"
 	"github.com/capx-io/capx/internal/captf/planhash"
+	"github.com/capx-io/capx/internal/captf/planview"
 	"github.com/capx-io/capx/internal/captf/runresult"
 	"github.com/capx-io/capx/internal/captf/savedplan"
 )
@@ -140,6 +141,10 @@ func (r *provider[T]) recordPlan(ctx context.Context, p *pass[T], job *batchv1.J
 	tp.Labels = p.owner.MoveLabels()
 	tp.Labels[captfv1.PlanPhaseLabel] = string(captfv1.PlanPending)
 	tp.Labels[captfv1.DestructiveLabel] = strconv.FormatBool(planhash.Destructive(sp.plan))
+	if move := endpointMove(p.scope.Object, sp.plan); move != nil {
+		tp.Spec.Summary.EndpointChange = move
+		tp.Labels[captfv1.MovesEndpointLabel] = "true"
+	}
 	tp.OwnerReferences = []metav1.OwnerReference{p.owner.ControllerRef()}
 	tp.Spec.ViewDigest = view.digest
 	if err := r.client.Create(ctx, tp); apierrors.IsAlreadyExists(err) {
@@ -172,10 +177,31 @@ func (r *provider[T]) recordPlan(ctx context.Context, p *pass[T], job *batchv1.J
 		return err
 	}
 	p.status.PendingPlanRef = &corev1.LocalObjectReference{Name: tp.Name}
+	if move := tp.Spec.Summary.EndpointChange; move != nil {
+		r.recorder.Eventf(p.scope.Object, corev1.EventTypeWarning, "PlanMovesEndpoint",
+			"TerraformPlan %s moves the control-plane endpoint from %s, which Cluster API keeps using, to %s: approved, the cluster is no longer reached where Cluster API looks for it",
+			tp.Name, move.Latched, move.Planned)
+	}
 	r.recorder.Eventf(p.scope.Object, corev1.EventTypeNormal, "PlanReady",
 		"TerraformPlan %s waits for approval (%s: %d to create, %d to update, %d to replace, %d to delete): kubectl captf approve %s -n %s",
 		tp.Name, reason, summary.Create, summary.Update, summary.Replace, summary.Delete, tp.Name, tp.Namespace)
 	return nil
+}
+
+// endpointMove is the plan's move of a TerraformCluster's latched control-plane endpoint (nil
+// for other kinds, before an endpoint is latched, or when the plan leaves it): Cluster API never
+// follows a new endpoint, so the approver must see it before approving.
+func endpointMove(obj any, plan *tfjson.Plan) *captfv1.PlanEndpointChange {
+	tc, ok := obj.(*captfv1.TerraformCluster)
+	if !ok || !tc.Spec.ControlPlaneEndpoint.IsValid() {
+		return nil
+	}
+	latched := fmt.Sprintf("%s:%d", tc.Spec.ControlPlaneEndpoint.Host, tc.Spec.ControlPlaneEndpoint.Port)
+	planned, moves := planview.EndpointChange(plan, latched)
+	if !moves {
+		return nil
+	}
+	return &captfv1.PlanEndpointChange{Latched: runresult.Head(latched, 300), Planned: runresult.Head(planned, 300)}
 }
 
 // newPlan builds the TerraformPlan name (savedplan.PlanName: it derives from the Job, so

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/capx-io/capx/internal/captf/contract"
 )
 
 // FormatVersion is the version of View's JSON shape in the Secret. Decode refuses others.
@@ -155,15 +157,46 @@ func FromPlan(plan *tfjson.Plan, redact func(string) string) *View {
 			continue
 		}
 		oc := OutputChange{Name: redact(n), Action: action(ch.Actions)}
+		beforeSensitive, afterSensitive := ch.BeforeSensitive, ch.AfterSensitive
+		if contract.PublicOutput(n) {
+			// Marked sensitive by the generated root module, not by the module: shown, so a plan
+			// that moves the endpoint or the provider IDs does not look harmless.
+			beforeSensitive, afterSensitive = nil, nil
+		}
 		if !ch.Actions.Create() {
-			oc.Before = ptr(render(ch.Before, ch.BeforeSensitive, nil, redact))
+			oc.Before = ptr(render(ch.Before, beforeSensitive, nil, redact))
 		}
 		if !ch.Actions.Delete() {
-			oc.After = ptr(render(ch.After, ch.AfterSensitive, ch.AfterUnknown, redact))
+			oc.After = ptr(render(ch.After, afterSensitive, ch.AfterUnknown, redact))
 		}
 		v.Outputs = append(v.Outputs, oc)
 	}
 	return v
+}
+
+// EndpointChange compares the control-plane endpoint the plan leaves behind with latched, the
+// endpoint Cluster API uses ("host:port"): it returns the planned endpoint and whether it
+// differs. A plan that does not change the output leaves it; one whose new value is not known
+// before the apply may move it (Unknown); one that removes it leaves none.
+func EndpointChange(plan *tfjson.Plan, latched string) (planned string, moves bool) {
+	if plan == nil {
+		return "", false
+	}
+	ch := plan.OutputChanges[contract.OutputControlPlaneEndpoint]
+	if ch == nil || len(ch.Actions) == 0 || ch.Actions.NoOp() {
+		return "", false
+	}
+	switch {
+	case ch.Actions.Delete():
+		planned = "(none)"
+	case containsTrue(ch.AfterUnknown):
+		planned = Unknown
+	default:
+		ep, _ := ch.After.(map[string]any)
+		host, _ := ep["host"].(string)
+		planned = fmt.Sprintf("%s:%v", host, ep["port"])
+	}
+	return planned, planned != latched
 }
 
 // actionOrder puts what destroys first: deletes and replaces are what a reviewer must see.

@@ -191,6 +191,10 @@ func Render(w io.Writer, st *cmdutil.Styles, name string, p *Plan, attributes bo
 	s := p.Summary
 	fmt.Fprintf(w, "Plan:    %s to create, %s to update, %s to replace, %s to delete, %d output change(s)\n",
 		st.OK(fmt.Sprint(s.Create)), st.Warn(fmt.Sprint(s.Update)), st.Bad(fmt.Sprint(s.Replace)), st.Bad(fmt.Sprint(s.Delete)), s.OutputChanges)
+	if e := s.EndpointChange; e != nil {
+		fmt.Fprintf(w, "%s the plan moves the control-plane endpoint from %s, which Cluster API keeps using, to %s\n",
+			st.Bad("Endpoint:"), e.Latched, e.Planned)
+	}
 	if !p.ViewAvailable {
 		fmt.Fprintf(w, "\n%s %s; the summary lists:\n", st.Warn("Readable changes unavailable:"), p.ViewProblem)
 		for _, r := range s.Resources {
