@@ -245,7 +245,7 @@ func TestSimulatedVMsBecomeARealCluster(t *testing.T) {
 	if err != nil || len(pods.Items) != 1 || pods.Items[0].Spec.NodeName != "wl-cp-0" || pods.Items[0].Spec.Containers[0].Image != ccm.Ref {
 		t.Fatalf("the CCM pod: %v (%v)", podSummary(pods), err)
 	}
-	t.Logf("every Node initialised %.0fs after the CCM was delivered; CCM pod %s on %s", time.Since(start).Seconds(), pods.Items[0].Name, pods.Items[0].Spec.NodeName)
+	t.Logf("every Node initialised %.0fs after the CCM was delivered (its crash and the fsGroup patch included, while the defect lasts); CCM pod %s on %s", time.Since(start).Seconds(), pods.Items[0].Name, pods.Items[0].Spec.NodeName)
 
 	// A Service load balancer: its pool holds the worker only (the control plane is excluded
 	// from external load balancers), and follows the worker's health.
