@@ -39,7 +39,8 @@ func (s *staticLBs) Backends(f netip.AddrPort) []string {
 // from their bootstrap data and checks that both kubelets join through the load balancer's
 // front end (the worker's only way to the API server) and register uninitialised Nodes with
 // the machines' addresses, that a machine powered off leaves no namespace, process, mount or
-// cgroup, and that the platform's teardown leaves nothing either.
+// cgroup, that a machine stopped and booted again rejoins with the certificate it kept, and
+// that the platform's teardown leaves nothing either.
 func TestPlatformMachinesJoin(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -115,6 +116,36 @@ func TestPlatformMachinesJoin(t *testing.T) {
 	if cp, _ := p.MachineStatus(11); cp.Role != RoleControlPlane {
 		t.Errorf("control plane machine: %+v", cp)
 	}
+	// A stop keeps the disk: the worker's namespace and processes go, and booted again it
+	// comes back with the certificate it was signed, asking for no new one.
+	csrs, err := client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Stop(12)
+	waitMachine(t, p, 12, MachineStopped)
+	if left := leftovers(p.machineLayout(12)); len(left) > 0 {
+		t.Errorf("the stopped worker left %s", strings.Join(left, "; "))
+	}
+	p.Boot(Machine{ID: 12, Hostname: "wl-md-0", IP: "192.168.103.12", UserData: userData(RoleWorker)})
+	waitMachine(t, p, 12, MachineRunning)
+	rebooted := time.Now().Truncate(time.Second)
+	deadline = time.Now().Add(3 * time.Minute)
+	for {
+		// Ready as reported by the kubelet that started after the reboot.
+		n, err := client.CoreV1().Nodes().Get(ctx, "wl-md-0", metav1.GetOptions{})
+		if err == nil && readySince(n, rebooted) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the rebooted worker's Node is not Ready: %v", err)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	after, err := client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	if err != nil || len(after.Items) != len(csrs.Items) {
+		t.Errorf("CSRs before the reboot %d, after %d (%v): the rebooted kubelet should reuse its certificate", len(csrs.Items), len(after.Items), err)
+	}
 	p.Destroy(12)
 	waitMachine(t, p, 12, MachineDestroyed)
 	worker := p.machineLayout(12)
@@ -136,6 +167,16 @@ func waitMachine(t *testing.T, p *Platform, id int, want MachineState) {
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// readySince: the Node's kubelet reported it Ready at or after t.
+func readySince(n *corev1.Node, t time.Time) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue && !c.LastHeartbeatTime.Time.Before(t)
+		}
+	}
+	return false
 }
 
 func internalIP(n corev1.Node) string {
