@@ -52,6 +52,10 @@ const (
 	// InputsHashAnnotation records the inputs hash of an applied state (on the base state Secret,
 	// on backups and on Jobs).
 	InputsHashAnnotation = "captf.io/inputs-hash"
+	// AppliedImageAnnotation records, on the base state Secret, the module image
+	// (spec.source.image) of the newest successful apply: the module version the state was
+	// built with. A spec.source.image that differs from it rolls out (an apply is due).
+	AppliedImageAnnotation = "captf.io/applied-image"
 	// AppliedAnnotation on the durable inputs Secret is the "ever applied" marker that survives
 	// clusterctl move.
 	AppliedAnnotation = "captf.io/applied"

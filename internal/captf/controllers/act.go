@@ -212,6 +212,11 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 	r.refusals.forget(p.owner.UID)
 	p.status.ActiveJob = &captfv1.JobReference{Name: job.Name, Operation: d.Op}
 	r.recorder.Eventf(p.scope.Object, corev1.EventTypeNormal, "JobStarted", "Started %s Job %s (%s)", d.Op, job.Name, d.Reason)
+	if applied := p.snap; d.Op == captfv1.OperationDestroy && applied != nil && applied.Image != "" && applied.Image != p.spec.Source.Image {
+		// The destroy runs spec.source.image, a module version that never applied this state.
+		r.recorder.Eventf(p.scope.Object, corev1.EventTypeWarning, "DestroyWithUnappliedImage",
+			"Destroy Job %s runs module image %s, which never applied this state (the newest apply ran %s)", job.Name, p.spec.Source.Image, applied.Image)
+	}
 	ctrl.LoggerFrom(ctx).Info("Started a Job", "job", job.Name, "op", d.Op, "reason", d.Reason)
 	return nil
 }

@@ -73,6 +73,7 @@ func (r *provider[T]) input(p *pass[T]) decide.Input {
 	}
 	if p.rendered != nil {
 		in.InputsHash = p.rendered.Hash
+		in.Image = p.spec.Source.Image
 	}
 	// A change of these inputs is applied, or (Manual) planned first: a failed plan backs off
 	// like a failed apply, and its error is the change's.
@@ -186,7 +187,7 @@ func (r *provider[T]) verifyRestore(ctx context.Context, p *pass[T]) (invalid, e
 // stateView is the decision's view of the state: present, unreadable (why) and what it holds.
 func stateView[T capi.Object](p *pass[T]) decide.State {
 	if p.snap != nil {
-		v := decide.State{Present: true, InputsHash: p.snap.InputsHash, Resources: p.snap.Resources}
+		v := decide.State{Present: true, InputsHash: p.snap.InputsHash, Image: p.snap.Image, Resources: p.snap.Resources}
 		if p.lockForeign {
 			v.Unreadable = captfv1.StateLockedReason
 		}

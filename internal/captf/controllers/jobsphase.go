@@ -159,7 +159,13 @@ func (r *provider[T]) applyRun(ctx context.Context, p *pass[T], job *batchv1.Job
 
 	switch {
 	case res == captfv1.RunSucceeded && (op == captfv1.OperationApply || op == captfv1.OperationRestore):
-		if err := r.adoptState(ctx, p, job.Annotations[captfv1.InputsHashAnnotation]); err != nil {
+		// An apply records the module image it ran; a restore ran none of the module and keeps
+		// the record of the newest apply.
+		image := ""
+		if op == captfv1.OperationApply {
+			image = jobs.SourceImage(job)
+		}
+		if err := r.adoptState(ctx, p, job.Annotations[captfv1.InputsHashAnnotation], image); err != nil {
 			return err
 		}
 		if op == captfv1.OperationRestore {

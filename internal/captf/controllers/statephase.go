@@ -66,7 +66,7 @@ func (r *provider[T]) repairOwners(ctx context.Context, p *pass[T]) error {
 	if p.snap == nil || p.snap.InputsHash == "" {
 		return nil
 	}
-	if err := r.adoptState(ctx, p, p.snap.InputsHash); err != nil {
+	if err := r.adoptState(ctx, p, p.snap.InputsHash, ""); err != nil {
 		return err
 	}
 	stored, err := inputs.Read(ctx, r.client, p.owner)
@@ -243,13 +243,14 @@ func backedUp(sets []state.BackupSet, snap *state.Snapshot) bool {
 }
 
 // adoptState records a successful apply or restore: the object owns the state's Secrets, the
-// base Secret carries the inputs hash applied, and the durable inputs Secret the applied marker.
-func (r *provider[T]) adoptState(ctx context.Context, p *pass[T], inputsHash string) error {
+// base Secret carries the inputs hash applied and the module image that applied it (image "":
+// as it was), and the durable inputs Secret the applied marker.
+func (r *provider[T]) adoptState(ctx context.Context, p *pass[T], inputsHash, image string) error {
 	ref, err := state.OwnerReference(p.scope.Object, r.client.Scheme())
 	if err != nil {
 		return err
 	}
-	if err := state.Adopt(ctx, r.client, p.owner.Namespace, p.owner.StateSuffix(), ref, inputsHash); err != nil {
+	if err := state.Adopt(ctx, r.client, p.owner.Namespace, p.owner.StateSuffix(), ref, inputsHash, image); err != nil {
 		return err
 	}
 	_, err = inputs.MarkApplied(ctx, r.client, p.owner)

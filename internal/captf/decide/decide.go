@@ -47,6 +47,9 @@ type Input struct {
 
 	// InputsHash is the hash of the inputs rendered now; empty while they cannot be rendered.
 	InputsHash string
+	// Image is the module image the object asks for (spec.source.image); empty while the inputs
+	// cannot be rendered.
+	Image string
 	// InputsWait is the reason inputs cannot be rendered (a DependenciesReady reason).
 	InputsWait string
 	// DurableInputs is true when the durable inputs Secret of the last apply exists; a destroy
@@ -164,6 +167,8 @@ type State struct {
 	Unreadable string
 	// InputsHash recorded on the state by the last successful apply or restore.
 	InputsHash string
+	// Image is the module image of the newest successful apply, "" when the state records none.
+	Image string
 	// Resources counts managed resources.
 	Resources int
 }
@@ -279,6 +284,7 @@ const (
 	ReasonNoState            = "NoState"
 	ReasonStateWithoutHash   = "StateWithoutInputsHash"
 	ReasonInputsChanged      = "InputsChanged"
+	ReasonImageChanged       = "ModuleImageChanged"
 	ReasonRetry              = "RetryAfterFailure"
 	ReasonDriftRemediation   = "DriftRemediation"
 	ReasonApproved           = "PlanApproved"
@@ -518,6 +524,10 @@ func applyDue(in Input) (string, bool) {
 		return ReasonStateWithoutHash, true
 	case in.Mutable && in.State.InputsHash != in.InputsHash:
 		return ReasonInputsChanged, true
+	case in.Mutable && in.State.Image != "" && in.Image != "" && in.State.Image != in.Image:
+		// A new module version (spec.source.image) rolls out like a change of inputs: planned,
+		// guarded, approved when it deletes or replaces anything.
+		return ReasonImageChanged, true
 	case in.Mutable && in.DriftFound && in.DriftAction == captfv1.DriftActionRemediate &&
 		in.DriftRemediations < remedyCap(in):
 		return ReasonDriftRemediation, true

@@ -40,9 +40,10 @@ func OwnerReference(obj client.Object, scheme *runtime.Scheme) (metav1.OwnerRefe
 // Adopt makes the state of suffix belong to owner after a successful apply or restore: every
 // chunk gets exactly one owner reference to owner's current UID (references to an earlier
 // object of the same kind and name are dropped), the manager's and clusterctl's labels, and
-// the base Secret records inputsHash (skipped when empty). It is idempotent and patches only
-// what changed, each patch guarded by the Secret's resourceVersion.
-func Adopt(ctx context.Context, c client.Client, namespace, suffix string, owner metav1.OwnerReference, inputsHash string) error {
+// the base Secret records inputsHash and the module image that applied it (each skipped when
+// empty). It is idempotent and patches only what changed, each patch guarded by the Secret's
+// resourceVersion.
+func Adopt(ctx context.Context, c client.Client, namespace, suffix string, owner metav1.OwnerReference, inputsHash, image string) error {
 	chunks, err := listChunkMeta(ctx, c, namespace, suffix)
 	if err != nil {
 		return err
@@ -58,6 +59,9 @@ func Adopt(ctx context.Context, c client.Client, namespace, suffix string, owner
 		changed = setLabel(m, clusterctlv1.ClusterctlMoveLabel, "") || changed
 		if m.Name == base && inputsHash != "" {
 			changed = setAnnotation(m, captfv1.InputsHashAnnotation, inputsHash) || changed
+		}
+		if m.Name == base && image != "" {
+			changed = setAnnotation(m, captfv1.AppliedImageAnnotation, image) || changed
 		}
 		return changed
 	})

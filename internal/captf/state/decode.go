@@ -77,6 +77,9 @@ type Snapshot struct {
 	// InputsHash is the captf.io/inputs-hash annotation of the base Secret: the inputs of the
 	// newest successful apply or restore, "" if never adopted.
 	InputsHash string
+	// Image is the captf.io/applied-image annotation of the base Secret: the module image of the
+	// newest successful apply, "" if none recorded one (a state applied before it was recorded).
+	Image string
 	// Labels are the base Secret's labels (the backend's and those passed with
 	// -backend-config=labels=...).
 	Labels map[string]string
@@ -182,6 +185,7 @@ func Decode(secrets []corev1.Secret, suffix string) (*Snapshot, error) {
 		Resources:         facts.resources,
 		DecompressedBytes: facts.size,
 		InputsHash:        chunks[0].Annotations[captfv1.InputsHashAnnotation],
+		Image:             chunks[0].Annotations[captfv1.AppliedImageAnnotation],
 		Labels:            chunks[0].Labels,
 		data:              data[:used],
 	}

@@ -158,7 +158,7 @@ func TestAdoptLive(t *testing.T) {
 	stray.Namespace, stray.Labels = ns, map[string]string(Selector(f.Suffix))
 	g.Expect(e.Client.Create(ctx, &stray)).To(Succeed())
 
-	g.Expect(Adopt(ctx, e.Client, ns, f.Suffix, ref, "h2:abc")).To(Succeed())
+	g.Expect(Adopt(ctx, e.Client, ns, f.Suffix, ref, "h2:abc", "")).To(Succeed())
 	versions := map[string]string{}
 	for _, c := range f.Secrets {
 		got := getSecret(t, ns, c.Name)
@@ -181,13 +181,22 @@ func TestAdoptLive(t *testing.T) {
 	g.Expect(e.Client.Delete(ctx, &stray)).To(Succeed())
 
 	// Idempotent: nothing is written the second time.
-	g.Expect(Adopt(ctx, e.Client, ns, f.Suffix, ref, "h2:abc")).To(Succeed())
+	g.Expect(Adopt(ctx, e.Client, ns, f.Suffix, ref, "h2:abc", "")).To(Succeed())
 	for _, c := range f.Secrets {
 		g.Expect(getSecret(t, ns, c.Name).ResourceVersion).To(Equal(versions[c.Name]))
 	}
 	snap, err := Read(ctx, e.Client, ns, f.Suffix)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(snap.InputsHash).To(Equal("h2:abc"))
+	g.Expect(snap.Image).To(BeEmpty(), "no image recorded yet")
+
+	// The module image that applied the state is recorded on the base Secret; "" keeps it.
+	g.Expect(Adopt(ctx, e.Client, ns, f.Suffix, ref, "h2:abc", "m:v2")).To(Succeed())
+	g.Expect(Adopt(ctx, e.Client, ns, f.Suffix, ref, "h2:abc", "")).To(Succeed())
+	snap, err = Read(ctx, e.Client, ns, f.Suffix)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(snap.Image).To(Equal("m:v2"))
+	g.Expect(getSecret(t, ns, base).Annotations).To(HaveKeyWithValue(captfv1.AppliedImageAnnotation, "m:v2"))
 
 	// Conflict-safe: the backend writes between our read and our patch; the patch is refused
 	// on the stale resourceVersion, read again and applied on top of the backend's write.
@@ -207,13 +216,13 @@ func TestAdoptLive(t *testing.T) {
 			return cl.Patch(ctx, obj, patch, opts...)
 		},
 	})
-	g.Expect(Adopt(ctx, c, ns, f.Suffix, ref, "h2:def")).To(Succeed())
+	g.Expect(Adopt(ctx, c, ns, f.Suffix, ref, "h2:def", "")).To(Succeed())
 	g.Expect(raced).To(BeTrue())
 	got := getSecret(t, ns, base)
 	g.Expect(got.Annotations).To(HaveKeyWithValue(captfv1.InputsHashAnnotation, "h2:def"))
 	g.Expect(got.Annotations).To(HaveKeyWithValue("encoding", "gzip-rewritten"))
 
-	g.Expect(Reason(Adopt(ctx, e.Client, ns, "0000000000000000-m", ref, "h2:abc"))).To(Equal(captfv1.StateNotFoundReason))
+	g.Expect(Reason(Adopt(ctx, e.Client, ns, "0000000000000000-m", ref, "h2:abc", ""))).To(Equal(captfv1.StateNotFoundReason))
 }
 
 // snapshotWith decodes the relabeled fixture with another serial, compressed at level, so
@@ -447,7 +456,7 @@ func TestRetainLive(t *testing.T) {
 
 	f := install(t, ns, "chunked-small")
 	ref := owner(t, ns, "retain")
-	g.Expect(Adopt(ctx, e.Client, ns, f.Suffix, ref, "h2:x")).To(Succeed())
+	g.Expect(Adopt(ctx, e.Client, ns, f.Suffix, ref, "h2:x", "")).To(Succeed())
 	snap, err := Read(ctx, e.Client, ns, f.Suffix)
 	g.Expect(err).NotTo(HaveOccurred())
 	backup, err := Backup(ctx, e.Client, snap, ref, BackupOptions{Keep: 5})
