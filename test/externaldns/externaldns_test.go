@@ -1,0 +1,160 @@
+//go:build externaldns
+
+// This test runs the real external-dns against a real API server (envtest) and the
+// capvco-external-dns-webhook provider on the whitesky.cloud simulator. It builds only with
+// -tags externaldns, because it needs an external-dns binary that takes minutes to build:
+//
+//	hack/external-dns.sh            # builds bin/external-dns (v0.20.0, from the Go module proxy)
+//	go test -tags externaldns -v ./test/externaldns/
+//
+// EXTERNAL_DNS names another binary. Without one the test fails and names the command above.
+package externaldns_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/capx-io/capx/internal/capvco/externaldns"
+	"github.com/capx-io/capx/internal/testenv"
+	"github.com/capx-io/capx/internal/vco"
+	"github.com/capx-io/capx/internal/vco/vcosim"
+	"github.com/capx-io/capx/internal/vco/vcotest"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, testenv.Options{}, &env)) }
+
+const domain = "apps.example.com"
+
+// binary is the external-dns to run.
+func binary(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("EXTERNAL_DNS")
+	if bin == "" {
+		bin = filepath.Join(env.Root, "bin", "external-dns")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("no external-dns at %s (%v): run hack/external-dns.sh, or set EXTERNAL_DNS to a binary", bin, err)
+	}
+	return bin
+}
+
+// platform is the simulator's customer DNS records as "name type" lines.
+func platform(t *testing.T, api *vco.Client) []string {
+	t.Helper()
+	recs, err := api.ListCustomerDNSRecords(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range recs {
+		out = append(out, r.Domain+" "+r.Type)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestRealExternalDNS: external-dns (--once, the TXT registry, policy sync) creates the A
+// record and its ownership TXT records of an annotated LoadBalancer Service in the simulator,
+// moves them when the hostname changes, converges after a platform fault in the middle of a
+// change set, and removes them all when the Service is deleted.
+func TestRealExternalDNS(t *testing.T) {
+	bin := binary(t)
+	ctx := context.Background()
+	sim := vcosim.NewTestServer(t, vcosim.Options{})
+	api := vcotest.Client(t, sim, vcosim.SeedClusterPrinc)
+	csID, err := api.CreateCloudspace(ctx, vco.CreateCloudspaceRequest{Name: "edns", Location: vcosim.SeedLocation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cs vco.Cloudspace
+	for deadline := time.Now().Add(time.Minute); cs.ExternalNetworkIP == ""; time.Sleep(10 * time.Millisecond) {
+		if cs, err = api.GetCloudspace(ctx, csID); err != nil || time.Now().After(deadline) {
+			t.Fatalf("cloudspace %s has no public IP: %+v, %v", csID, cs, err)
+		}
+	}
+	p := &externaldns.Provider{API: api, Cloudspaces: []string{csID}, Filter: externaldns.DomainFilter{Include: []string{domain}}, Log: testr.New(t)}
+	webhook := httptest.NewServer(externaldns.Handler(p))
+	t.Cleanup(webhook.Close)
+
+	ns := "edns"
+	if err := env.Client.Create(ctx, testenv.Namespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Annotations: map[string]string{"external-dns.alpha.kubernetes.io/hostname": "web." + domain}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "web"},
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+	}
+	if err := env.Client.Create(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	// What the cloud controller manager writes: the Service's address is the cloudspace's.
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: cs.ExternalNetworkIP}}
+	if err := env.Client.Status().Update(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+
+	run := func(wantOK bool) string {
+		t.Helper()
+		cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(cctx, bin, "--once", "--kubeconfig="+env.KubeconfigPath, "--source=service",
+			"--namespace="+ns, "--provider=webhook", "--webhook-provider-url="+webhook.URL,
+			"--webhook-provider-read-timeout=2m", "--webhook-provider-write-timeout=2m",
+			"--registry=txt", "--txt-owner-id=capx-test", "--policy=sync", "--domain-filter="+domain, "--log-level=debug")
+		out, err := cmd.CombinedOutput()
+		if (err == nil) != wantOK {
+			t.Fatalf("external-dns --once: %v (want success: %v)\n%s", err, wantOK, out)
+		}
+		return string(out)
+	}
+	has := func(name, typ string) bool { return slices.Contains(platform(t, api), name+" "+typ) }
+
+	run(true)
+	if !has("web."+domain, "A") || !slices.ContainsFunc(platform(t, api), func(r string) bool { return strings.HasSuffix(r, " TXT") }) {
+		t.Fatalf("after the first sync the platform holds %v", platform(t, api))
+	}
+	recs, err := api.ListCloudspaceDNSRecords(ctx, csID)
+	if err != nil || !slices.ContainsFunc(recs, func(r vco.DNSRecord) bool { return r.Domain == "web."+domain && r.Type == "A" }) {
+		t.Fatalf("the A record is not on the cloudspace: %+v, %v", recs, err)
+	}
+
+	// The hostname changes; the platform fails the change set's first write (creating the new
+	// name's ownership TXT record, on the customer, which goes before everything else).
+	svc.Annotations["external-dns.alpha.kubernetes.io/hostname"] = "shop." + domain
+	if err := env.Client.Update(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	sim.Faults().Script("POST /alpha/customers/{customer_id}/dns-records", vcosim.Fault{Status: http.StatusInternalServerError})
+	run(false)
+	if !has("web."+domain, "A") {
+		t.Fatalf("the old record went while the change set failed: %v", platform(t, api))
+	}
+	run(true)
+	if !has("shop."+domain, "A") || has("web."+domain, "A") {
+		t.Fatalf("after the rename the platform holds %v", platform(t, api))
+	}
+
+	if err := env.Client.Delete(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	run(true)
+	if got := platform(t, api); len(got) != 0 {
+		t.Fatalf("after the Service's deletion the platform still holds %v", got)
+	}
+}
