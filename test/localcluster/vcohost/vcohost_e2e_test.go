@@ -42,6 +42,7 @@ const (
 	namespace     = "default"
 	clusterName   = "wl"
 	uninitTaint   = "node.cloudprovider.kubernetes.io/uninitialized"
+	shutdownTaint = "node.cloudprovider.kubernetes.io/shutdown"
 	ccmRepo       = "capx.local/capvco-cloud-controller-manager"
 	ccmDeployment = "capvco-cloud-controller-manager"
 	ccmPackage    = "github.com/capx-io/capx/cmd/capvco-cloud-controller-manager"
@@ -57,7 +58,8 @@ const (
 // (internal/capvco/ccm/manifests) and run as a Pod of the workload cluster from an image built
 // here, initialises every Node from the simulator (provider ID, addresses, instance type,
 // region and zone, the uninitialised taint gone); a Service of type LoadBalancer gets a
-// platform load balancer whose pool follows the worker's health; a VM deleted in the
+// platform load balancer whose pool follows the worker's health; a VM halted in the simulator
+// gets its Node tainted shut down, untainted once started again; a VM deleted in the
 // simulator removes its Node; and deleting the cloudspace leaves nothing, on the platform or on
 // the machine.
 func TestSimulatedVMsBecomeARealCluster(t *testing.T) {
@@ -321,6 +323,38 @@ func TestSimulatedVMsBecomeARealCluster(t *testing.T) {
 		return nil
 	})
 
+	// A VM halted on the platform: its machine powers off, its Node goes NotReady and the CCM
+	// taints it shut down; started again, the machine boots from its disk and the Node is
+	// Ready without the taint.
+	if err := vc.StopVM(ctx, csID, workerID, false); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	eventually(t, ctx, p, 3*time.Minute, "the halted VM's Node tainted shut down", func() error {
+		n, err := wl.CoreV1().Nodes().Get(ctx, "wl-md-0", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == shutdownTaint }) {
+			return fmt.Errorf("taints %v", n.Spec.Taints)
+		}
+		return nil
+	})
+	t.Logf("the halted VM's Node was tainted %.0fs after the stop", time.Since(start).Seconds())
+	if err := vc.StartVM(ctx, csID, workerID); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, p, 4*time.Minute, "the restarted VM's Node Ready, the shutdown taint gone", func() error {
+		n, err := wl.CoreV1().Nodes().Get(ctx, "wl-md-0", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == shutdownTaint }) || !ready(n) {
+			return fmt.Errorf("taints %v, conditions %v", n.Spec.Taints, n.Status.Conditions)
+		}
+		return nil
+	})
+
 	// A VM deleted on the platform: its machine powers off, its Node goes NotReady and the
 	// CCM's lifecycle controller deletes it once the platform says the VM is gone.
 	if err := vc.DeleteVM(ctx, csID, workerID, vco.DeleteVMOptions{Permanently: true}); err != nil {
@@ -475,6 +509,15 @@ func initialised(n *corev1.Node, providerID, ip string, site config.Site) error 
 		return fmt.Errorf("addresses %v, want InternalIP %s", n.Status.Addresses, ip)
 	}
 	return nil
+}
+
+func ready(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 func podSummary(pods *corev1.PodList) []string {
