@@ -15,8 +15,8 @@ import (
 )
 
 // Main is cmd/vcosim: serve the simulator, print a ready-to-use credentials Secret, stop on
-// SIGINT/SIGTERM; `vcosim version` prints the build instead. It returns the exit code: 0 after a clean stop, 1 on a runtime error,
-// 2 on bad flags.
+// SIGINT/SIGTERM; `vcosim version` prints the build instead. It returns the exit code: 0 after
+// a clean stop, 1 on a runtime error, 2 on bad flags or arguments.
 func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "version" {
 		return versionMain(args[1:], stdout, stderr)
