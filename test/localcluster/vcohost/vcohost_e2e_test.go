@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -207,27 +206,12 @@ func TestSimulatedVMsBecomeARealCluster(t *testing.T) {
 		id int
 		ip string
 	}{"wl-cp-0": {cpID, cpIP}, "wl-md-0": {workerID, workerIP}}
-	// The manifests as rendered run the CCM as uid 65532 with its credential Secret mounted
-	// 0400 and no fsGroup: the kubelet writes those files owned by root, so the CCM cannot read
-	// them and exits. That is a defect of internal/capvco/ccm/manifests, found here: it fails
-	// this test, which then gives the pod fsGroup 65532 (the files become group-readable) to
-	// prove the rest. A crash for any other reason ends the test.
-	var patchedAt time.Time
+	// The CCM runs as uid 65532 and reads its credential from a Secret volume, which only
+	// fsGroup makes readable on a real node; a crash for any reason ends the test.
 	eventually(t, ctx, p, 6*time.Minute, "every Node initialised by the CCM", func() error {
 		cp, _ := p.MachineStatus(cpID)
-		if err := ccmCrashed(ctx, wl, cp.Dir, patchedAt); err != nil {
-			if !patchedAt.IsZero() || !strings.Contains(err.Error(), "credential "+manifests.CredentialsDir) || !strings.Contains(err.Error(), "permission denied") {
-				return stop{err}
-			}
-			t.Errorf("DEFECT: the CCM delivered with its own manifests cannot read its credential on a real node (Deployment %s/%s: runAsUser 65532, Secret volume defaultMode 0400, no fsGroup): %v",
-				"kube-system", ccmDeployment, err)
-			patch := []byte(`{"spec":{"template":{"spec":{"securityContext":{"fsGroup":65532}}}}}`)
-			if _, perr := wl.AppsV1().Deployments("kube-system").Patch(ctx, ccmDeployment, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); perr != nil {
-				return stop{perr}
-			}
-			patchedAt = time.Now()
-			t.Logf("gave the CCM's pod fsGroup 65532 to go on")
-			return err
+		if err := ccmCrashed(ctx, wl, cp.Dir, time.Time{}); err != nil {
+			return stop{err}
 		}
 		for name, vm := range want {
 			n, err := wl.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
@@ -247,7 +231,7 @@ func TestSimulatedVMsBecomeARealCluster(t *testing.T) {
 	if err != nil || len(pods.Items) != 1 || pods.Items[0].Spec.NodeName != "wl-cp-0" || pods.Items[0].Spec.Containers[0].Image != ccm.Ref {
 		t.Fatalf("the CCM pod: %v (%v)", podSummary(pods), err)
 	}
-	t.Logf("every Node initialised %.0fs after the CCM was delivered (its crash and the fsGroup patch included, while the defect lasts); CCM pod %s on %s", time.Since(start).Seconds(), pods.Items[0].Name, pods.Items[0].Spec.NodeName)
+	t.Logf("every Node initialised %.0fs after the CCM was delivered ; CCM pod %s on %s", time.Since(start).Seconds(), pods.Items[0].Name, pods.Items[0].Spec.NodeName)
 
 	// A Service load balancer: its pool holds the worker only (the control plane is excluded
 	// from external load balancers), and follows the worker's health.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/capx-io/capx/internal/capvco/ccm/config"
 	"github.com/capx-io/capx/internal/testenv"
+	"github.com/capx-io/capx/internal/testenv/podcheck"
 )
 
 var env *testenv.Env
@@ -78,6 +79,9 @@ func TestApply(t *testing.T) {
 	spec := dep.Spec.Template.Spec
 	if _, ok := spec.NodeSelector["node-role.kubernetes.io/control-plane"]; !ok {
 		t.Errorf("not pinned to control-plane nodes: %v", spec.NodeSelector)
+	}
+	if err := podcheck.SecretsReadable(spec); err != nil {
+		t.Error(err)
 	}
 	for _, key := range []string{"node-role.kubernetes.io/control-plane", "node.cloudprovider.kubernetes.io/uninitialized"} {
 		found := false

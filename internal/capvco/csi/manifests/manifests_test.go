@@ -16,6 +16,7 @@ import (
 
 	"github.com/capx-io/capx/internal/capvco/csi/config"
 	"github.com/capx-io/capx/internal/testenv"
+	"github.com/capx-io/capx/internal/testenv/podcheck"
 )
 
 var env *testenv.Env
@@ -128,6 +129,11 @@ func TestApply(t *testing.T) {
 	spec := dep.Spec.Template.Spec
 	if _, ok := spec.NodeSelector["node-role.kubernetes.io/control-plane"]; !ok {
 		t.Errorf("controller not pinned to control-plane nodes: %v", spec.NodeSelector)
+	}
+	for _, spec := range []corev1.PodSpec{spec, ds.Spec.Template.Spec} {
+		if err := podcheck.SecretsReadable(spec); err != nil {
+			t.Error(err)
+		}
 	}
 	var images []string
 	for _, c := range spec.Containers {
