@@ -31,14 +31,10 @@
 package addons
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 	"github.com/capx-io/capx/internal/capvco/decide"
@@ -160,22 +156,4 @@ type SecretCopy struct {
 	From, Field string
 	// Keys are copied when present; Required ones must be.
 	Keys, Required []string
-}
-
-// Objects splits a multi-document YAML stream into objects.
-func Objects(stream []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(stream), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, err
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
-	}
 }

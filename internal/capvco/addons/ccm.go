@@ -5,6 +5,7 @@ import (
 
 	ccmconfig "github.com/capx-io/capx/internal/capvco/ccm/config"
 	ccmmanifests "github.com/capx-io/capx/internal/capvco/ccm/manifests"
+	"github.com/capx-io/capx/internal/manifest"
 	"github.com/capx-io/capx/internal/vco"
 )
 
@@ -49,7 +50,7 @@ func (CloudControllerManager) Render(s Settings) (Rendered, error) {
 	if err != nil {
 		return Rendered{}, err
 	}
-	objs, err := Objects(stream)
+	objs, err := manifest.Objects(stream)
 	if err != nil {
 		return Rendered{}, fmt.Errorf("the rendered manifests: %w", err)
 	}

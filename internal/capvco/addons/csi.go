@@ -7,6 +7,7 @@ import (
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 	csiconfig "github.com/capx-io/capx/internal/capvco/csi/config"
 	csimanifests "github.com/capx-io/capx/internal/capvco/csi/manifests"
+	"github.com/capx-io/capx/internal/manifest"
 	"github.com/capx-io/capx/internal/vco"
 )
 
@@ -74,7 +75,7 @@ func (CSIDriver) Render(s Settings) (Rendered, error) {
 	if err != nil {
 		return Rendered{}, err
 	}
-	objs, err := Objects(stream)
+	objs, err := manifest.Objects(stream)
 	if err != nil {
 		return Rendered{}, fmt.Errorf("the rendered manifests: %w", err)
 	}

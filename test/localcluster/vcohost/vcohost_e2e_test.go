@@ -26,6 +26,7 @@ import (
 	"github.com/capx-io/capx/internal/capvco/ccm/manifests"
 	"github.com/capx-io/capx/internal/capvco/ccm/servicelb"
 	"github.com/capx-io/capx/internal/capvco/names"
+	"github.com/capx-io/capx/internal/manifest"
 	"github.com/capx-io/capx/internal/vco"
 	"github.com/capx-io/capx/internal/vco/vcosim"
 	"github.com/capx-io/capx/test/images"
@@ -461,7 +462,7 @@ func deliverCCM(t *testing.T, ctx context.Context, cfg *rest.Config, wl kubernet
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := manifests.Objects(stream)
+	objs, err := manifest.Objects(stream)
 	if err != nil {
 		t.Fatal(err)
 	}

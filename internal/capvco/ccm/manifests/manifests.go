@@ -9,13 +9,10 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"text/template"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/capx-io/capx/internal/capvco/ccm/config"
@@ -76,22 +73,4 @@ func Render(o Options) ([]byte, error) {
 	err = t.Execute(&b, map[string]any{"Image": o.Image, "CredentialsSecret": o.CredentialsSecret, "CredentialsDir": CredentialsDir,
 		"CloudConfig": string(cc), "Replicas": o.Replicas})
 	return b.Bytes(), err
-}
-
-// Objects splits a rendered stream into objects.
-func Objects(stream []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(stream), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, err
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
-	}
 }

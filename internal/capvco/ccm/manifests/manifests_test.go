@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/capx-io/capx/internal/capvco/ccm/config"
+	"github.com/capx-io/capx/internal/manifest"
 	"github.com/capx-io/capx/internal/testenv"
 	"github.com/capx-io/capx/internal/testenv/podcheck"
 )
@@ -47,7 +48,7 @@ func TestApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := Objects(stream)
+	objs, err := manifest.Objects(stream)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,24 +38,8 @@ type Config struct {
 	Platform Platform `json:"platform,omitempty"`
 }
 
-// Platform is where the credential may send the client: the endpoint policy of internal/vco,
-// which is the program's and never the credential's. The manager writes its own
-// --vco-allow-http and --vco-allowed-hosts here when it delivers the add-on, so the add-on
-// reaches the platform exactly as the manager does.
-type Platform struct {
-	// AllowHTTP permits plain http API and IAM URLs on any host: for a simulator only.
-	// Loopback hosts never need it.
-	AllowHTTP bool `json:"allowHTTP,omitempty"`
-	// AllowedHosts, when not empty, are the only hosts (host or host:port) the credential's url
-	// and iamURL may name; a link-local or metadata address must be listed to be used at all.
-	AllowedHosts []string `json:"allowedHosts,omitempty"`
-}
-
-// ClientOptions are the client options of this policy; refusals name this file's fields.
-func (p Platform) ClientOptions() vco.Options {
-	return vco.Options{AllowHTTP: p.AllowHTTP, AllowedHosts: p.AllowedHosts,
-		Flags: vco.PolicyFlags{AllowHTTP: "platform.allowHTTP", AllowedHosts: "platform.allowedHosts"}}
-}
+// Platform is where the credential may send the client (the endpoint policy of internal/vco).
+type Platform = vco.PlatformConfig
 
 // Cluster names the CAPVCO cluster.
 type Cluster struct {

@@ -11,16 +11,13 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"io"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
 	"text/template"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/capx-io/capx/internal/capvco/csi"
@@ -139,22 +136,4 @@ func Render(o Options) ([]byte, error) {
 		"VaultTokenDir": VaultTokenDir, "ControllerConfig": string(cc), "NodeConfig": string(nc), "Replicas": o.Replicas,
 		"MaxVolumes": o.MaxVolumes, "DefaultClass": o.DefaultClass})
 	return b.Bytes(), err
-}
-
-// Objects splits a rendered stream into objects.
-func Objects(stream []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(stream), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, err
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
-	}
 }

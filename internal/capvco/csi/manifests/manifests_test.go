@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/capx-io/capx/internal/capvco/csi/config"
+	"github.com/capx-io/capx/internal/manifest"
 	"github.com/capx-io/capx/internal/testenv"
 	"github.com/capx-io/capx/internal/testenv/podcheck"
 )
@@ -77,7 +78,7 @@ func TestApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := Objects(stream)
+	objs, err := manifest.Objects(stream)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
-	ccm "github.com/capx-io/capx/internal/capvco/ccm/manifests"
 	"github.com/capx-io/capx/internal/capvco/decide"
 	"github.com/capx-io/capx/internal/capvco/gpuaddon"
+	"github.com/capx-io/capx/internal/manifest"
 	"github.com/capx-io/capx/internal/testenv"
 )
 
@@ -28,7 +28,7 @@ func TestNVIDIAApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := ccm.Objects(stream)
+	objs, err := manifest.Objects(stream)
 	if err != nil {
 		t.Fatal(err)
 	}

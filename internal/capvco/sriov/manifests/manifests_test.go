@@ -10,8 +10,8 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	ccm "github.com/capx-io/capx/internal/capvco/ccm/manifests"
 	"github.com/capx-io/capx/internal/capvco/sriov"
+	"github.com/capx-io/capx/internal/manifest"
 	"github.com/capx-io/capx/internal/testenv"
 )
 
@@ -44,7 +44,7 @@ func TestApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := ccm.Objects(stream)
+	objs, err := manifest.Objects(stream)
 	if err != nil {
 		t.Fatal(err)
 	}
