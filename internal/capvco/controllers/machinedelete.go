@@ -2,8 +2,10 @@ package controllers
 
 import (
 	"context"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,6 +23,7 @@ func (r *machineProvider) ReconcileDelete(ctx context.Context, s *machineScope) 
 	p := r.newPass(s)
 	err := runMachine(ctx, p,
 		r.findClusterForDelete, // observe: the VCOCluster; none means its teardown took everything
+		r.leavePool,            // wait: a control plane out of the API server pool first
 		r.connectForDelete,     // observe: the cluster credential's client
 		r.deleteVM,             // act: the VM, permanently
 		r.releaseMachineGPUs,   // act: the machine's reservations, permanently
@@ -58,6 +61,24 @@ func (r *machineProvider) findClusterForDelete(ctx context.Context, p *machinePa
 		}
 	}
 	p.obs.where = where
+	return nil
+}
+
+// leavePool holds a control-plane machine's deletion until its VCOCluster has taken the
+// machine's API server out of the load balancer's pool (decide.WaitsToLeavePool); the
+// VCOCluster's status change brings the machine back.
+func (r *machineProvider) leavePool(_ context.Context, p *machinePass) error {
+	m, vc := p.m, p.obs.where.cluster
+	if m.DeletionTimestamp == nil || !vc.DeletionTimestamp.IsZero() || vc.Status.LoadBalancer == nil {
+		return nil
+	}
+	_, cp := m.Labels[clusterv1.MachineControlPlaneLabel]
+	if !decide.WaitsToLeavePool(cp, internalIP(m.Status.Addresses), vc.Status.LoadBalancer.Members, m.DeletionTimestamp.Time, p.obs.now) {
+		return nil
+	}
+	p.obs.deleting = "waiting for the VCOCluster to take this API server out of the load balancer's pool"
+	p.stop = true
+	p.requeueAfter(2 * time.Second)
 	return nil
 }
 

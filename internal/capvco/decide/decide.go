@@ -140,6 +140,20 @@ func ProbeSet(machines, leaving []string, hosts []vco.PoolHost) []string {
 	return slices.Compact(set)
 }
 
+// LeavePoolWait is how long a deleting control-plane machine waits for its VCOCluster to take
+// its API server out of the load balancer's pool before it deletes its VM anyway.
+const LeavePoolWait = 2 * time.Minute
+
+// WaitsToLeavePool says whether a deleting machine keeps its VM for now: a control-plane
+// machine whose address is still a pool member waits until the VCOCluster, which sees it
+// deleting, takes it out. Without the wait, a machine deleted within one pass was gone before
+// the cluster saw it leaving, and its address, still answering, stayed a member (ProbeSet keeps
+// hosts of no machine). After LeavePoolWait it goes on: a cluster that cannot sync its pool
+// does not hold the deletion.
+func WaitsToLeavePool(controlPlane bool, ip string, members []string, deletingSince, now time.Time) bool {
+	return controlPlane && ip != "" && slices.Contains(members, ip) && now.Sub(deletingSince) < LeavePoolWait
+}
+
 // MeshPairs lists the links of a full mesh over n sites: (i, j) with i < j.
 func MeshPairs(n int) [][2]int {
 	var out [][2]int
