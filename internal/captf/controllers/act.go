@@ -212,13 +212,21 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 	r.refusals.forget(p.owner.UID)
 	p.status.ActiveJob = &captfv1.JobReference{Name: job.Name, Operation: d.Op}
 	r.recorder.Eventf(p.scope.Object, corev1.EventTypeNormal, "JobStarted", "Started %s Job %s (%s)", d.Op, job.Name, d.Reason)
-	if applied := p.snap; d.Op == captfv1.OperationDestroy && applied != nil && applied.Image != "" && applied.Image != p.spec.Source.Image {
-		// The destroy runs spec.source.image, a module version that never applied this state.
-		r.recorder.Eventf(p.scope.Object, corev1.EventTypeWarning, "DestroyWithUnappliedImage",
-			"Destroy Job %s runs module image %s, which never applied this state (the newest apply ran %s)", job.Name, p.spec.Source.Image, applied.Image)
+	if msg := unappliedImage(d.Op, p.snap, p.spec.Source.Image, job.Name); msg != "" {
+		r.recorder.Event(p.scope.Object, corev1.EventTypeWarning, "DestroyWithUnappliedImage", msg)
 	}
 	ctrl.LoggerFrom(ctx).Info("Started a Job", "job", job.Name, "op", d.Op, "reason", d.Reason)
 	return nil
+}
+
+// unappliedImage says, for a destroy that runs a module image which never applied the state
+// (spec.source.image changed after the newest apply, and no apply of it ran), what the Warning
+// says; "" for every other Job. A state from before the image was recorded says nothing.
+func unappliedImage(op captfv1.Operation, applied *state.Snapshot, image, job string) string {
+	if op != captfv1.OperationDestroy || applied == nil || applied.Image == "" || applied.Image == image {
+		return ""
+	}
+	return fmt.Sprintf("Destroy Job %s runs module image %s, which never applied this state (the newest apply ran %s)", job, image, applied.Image)
 }
 
 // decisionRestoreSerial is the serial the captf.io/restore-state annotation asks for.

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/capx-io/capx/internal/captf/decide"
 	"github.com/capx-io/capx/internal/captf/jobs"
 	"github.com/capx-io/capx/internal/captf/leases"
+	"github.com/capx-io/capx/internal/captf/state"
 	"github.com/capx-io/capx/internal/scheme"
 )
 
@@ -110,6 +112,35 @@ func TestLeaseLostInActIsAnObservation(t *testing.T) {
 			g.Expect(p.decision.Reason).To(Equal(tc.wait.Reason))
 			g.Expect(p.decision.Pending).To(Equal(captfv1.OperationApply))
 			g.Expect(p.leaseWait).To(Equal(&w))
+		})
+	}
+}
+
+// TestUnappliedImage (issue 25 item 1): a destroy never runs a module version that did not apply
+// the state without saying so.
+func TestUnappliedImage(t *testing.T) {
+	applied := &state.Snapshot{Image: "m:v1"}
+	for _, tc := range []struct {
+		name  string
+		op    captfv1.Operation
+		snap  *state.Snapshot
+		image string
+		warns bool
+	}{
+		{"a destroy with the image that applied", captfv1.OperationDestroy, applied, "m:v1", false},
+		{"a destroy with a version that never applied", captfv1.OperationDestroy, applied, "m:v2", true},
+		{"an apply of a new version is the rollout", captfv1.OperationApply, applied, "m:v2", false},
+		{"a state from before images were recorded", captfv1.OperationDestroy, &state.Snapshot{}, "m:v2", false},
+		{"no state", captfv1.OperationDestroy, nil, "m:v2", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msg := unappliedImage(tc.op, tc.snap, tc.image, "j1")
+			if (msg != "") != tc.warns {
+				t.Fatalf("message %q, want a warning: %v", msg, tc.warns)
+			}
+			if tc.warns && (!strings.Contains(msg, "m:v2") || !strings.Contains(msg, "m:v1") || !strings.Contains(msg, "j1")) {
+				t.Errorf("the warning does not name the Job, the image it runs and the one that applied: %q", msg)
+			}
 		})
 	}
 }
