@@ -1,0 +1,65 @@
+// Command volfile is the workload of test/csi's Pods: it writes a file on a volume and makes it
+// durable (fsync of the file and its folder), or prints a file back, so that the test can tell
+// whether data written on one node is there on another, or in a restored snapshot.
+//
+//	volfile write /data/marker "some text"
+//	volfile read /data/marker
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "volfile:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	switch {
+	case len(args) == 3 && args[0] == "write":
+		return write(args[1], args[2])
+	case len(args) == 2 && args[0] == "read":
+		b, err := os.ReadFile(args[1])
+		if err != nil {
+			return err
+		}
+		_, err = os.Stdout.Write(b)
+		return err
+	}
+	return fmt.Errorf("usage: volfile write PATH TEXT | volfile read PATH (got %q)", args)
+}
+
+// write leaves the text on the disk, not only in the page cache: the test reads the raw
+// device and snapshots the disk while the file system may still be mounted.
+func write(path, text string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(text); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	if err := dir.Sync(); err != nil {
+		return err
+	}
+	fmt.Println("wrote", path)
+	return nil
+}
