@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/capx-io/capx/internal/capvco/ccm"
+	"github.com/capx-io/capx/internal/capvco/ccm/config"
 	"github.com/capx-io/capx/internal/capvco/names"
 	"github.com/capx-io/capx/internal/testenv"
 	"github.com/capx-io/capx/internal/vco"
@@ -25,10 +28,26 @@ var env *testenv.Env
 func TestMain(m *testing.M) { os.Exit(testenv.Run(m, testenv.Options{}, &env)) }
 
 // TestCommand runs the command as the binary does (flags, the library's serving and
-// controllers, the cloud-config and credential files) and sees it initialise a Node.
+// controllers, the cloud-config and credential files) and sees it initialise a Node. The
+// simulator is served over HTTPS with a certificate of a private CA, as a whitesky.cloud behind
+// a company CA is: the credential's caBundle file (the key the manager reads, copied by the
+// add-on delivery) is what the CCM trusts it by, and without it the CCM's platform calls fail
+// naming the key.
 func TestCommand(t *testing.T) {
-	sim := vcosim.NewTestServer(t, vcosim.Options{})
-	api := vcotest.Client(t, sim, vcosim.SeedClusterPrinc)
+	sim, err := vcosim.New(vcosim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := vcotest.NewPrivateCA(t)
+	apiURL := ca.ServeTLS(t, sim) + "/api/1"
+	tok, err := sim.Token(vcosim.SeedClusterPrinc, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := vco.New(vco.Credentials{URL: apiURL, Customer: vcosim.SeedCustomer, JWT: tok, CABundle: ca.PEM}, vco.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	cs, _, err := api.EnsureCloudspace(ctx, vco.CreateCloudspaceRequest{Name: names.Cloudspace("team-a", "cmd", names.PrimarySite), Location: vcosim.SeedLocation})
 	if err != nil {
@@ -48,17 +67,28 @@ func TestCommand(t *testing.T) {
 	if err := os.Mkdir(creds, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	tok, err := sim.Token(vcosim.SeedClusterPrinc, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, val := range map[string]string{vco.SecretKeyURL: sim.APIURL(), vco.SecretKeyCustomer: vcosim.SeedCustomer, vco.SecretKeyJWT: tok} {
+	for k, val := range map[string]string{vco.SecretKeyURL: apiURL, vco.SecretKeyCustomer: vcosim.SeedCustomer, vco.SecretKeyJWT: tok} {
 		if err := os.WriteFile(filepath.Join(creds, k), []byte(val), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	cloudConfig := filepath.Join(dir, "cloud-config.yaml")
 	if err := os.WriteFile(cloudConfig, []byte("credentialsDir: "+creds+"\ncluster: {namespace: team-a, name: cmd}\nsites: [{name: primary, location: "+vcosim.SeedLocation+"}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// Without the CA the cloud the command builds cannot look the Node's VM up, and says why.
+	cfg, err := config.Load(cloudConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cmd-cp-0"}}
+	_, err = ccm.New(cfg, ccm.FromCredentials(cfg, vco.NewFactory(cfg.Platform.ClientOptions())), nil).InstanceMetadata(ctx, node)
+	if !errors.Is(err, vco.ErrUntrustedCertificate) || !strings.Contains(err.Error(), `"caBundle"`) {
+		t.Fatalf("without caBundle: %v; want the untrusted certificate, naming the caBundle key", err)
+	}
+	t.Logf("without caBundle: %v", err)
+	if err := os.WriteFile(filepath.Join(creds, vco.SecretKeyCABundle), ca.PEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
 

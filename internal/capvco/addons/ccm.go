@@ -13,9 +13,10 @@ import (
 const CCMCredentialsSecret = "capvco-cloud-controller-manager-credentials"
 
 // credentialKeys are the keys of a credential Secret an add-on gets (never allowHTTP: where a
-// credential may go is the manager's to say, and the add-on's config carries it).
+// credential may go is the manager's to say, and the add-on's config carries it). caBundle goes
+// along: the add-on reaches the same API, behind the same private CA, as the manager.
 var credentialKeys = []string{vco.SecretKeyURL, vco.SecretKeyCustomer, vco.SecretKeyJWT, vco.SecretKeyClientID,
-	vco.SecretKeyClientSecret, vco.SecretKeyIAMURL}
+	vco.SecretKeyClientSecret, vco.SecretKeyIAMURL, vco.SecretKeyCABundle}
 
 // CloudControllerManager is capvco-cloud-controller-manager, in every cluster: the kubelets run
 // with cloud-provider external, so without it no Node is initialised and no Machine gets its

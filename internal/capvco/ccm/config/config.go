@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -202,45 +201,9 @@ func (c Config) CloudspaceName(site Site) string {
 	return names.Cloudspace(c.Cluster.Namespace, c.Cluster.Name, site.Name)
 }
 
-// credentialKeys are the files read from CredentialsDir.
-var credentialKeys = []string{vco.SecretKeyURL, vco.SecretKeyCustomer, vco.SecretKeyJWT, vco.SecretKeyClientID,
-	vco.SecretKeyClientSecret, vco.SecretKeyIAMURL, vco.SecretKeyAllowHTTP}
-
 // Credentials reads the credential from CredentialsDir on every call, so a rotated Secret is
-// used as soon as the kubelet has updated the files. Errors name files, never their contents.
+// used as soon as the kubelet has updated the files: the manager's keys and checks, caBundle
+// included (vco.CredentialsFromDir). Errors name files, never their contents.
 func (c Config) Credentials() (vco.Credentials, error) {
-	data := map[string][]byte{}
-	for _, k := range credentialKeys {
-		b, err := readBounded(filepath.Join(c.CredentialsDir, k))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return vco.Credentials{}, fmt.Errorf("credential %s: %w", filepath.Join(c.CredentialsDir, k), err)
-		}
-		data[k] = b
-	}
-	creds, err := vco.CredentialsFromSecret(data)
-	if err != nil {
-		return vco.Credentials{}, fmt.Errorf("credential in %s (files named after the Secret's keys): %w", c.CredentialsDir, err)
-	}
-	return creds, nil
-}
-
-// readBounded reads a credential file of at most 64 KiB (a JWT is a few KiB).
-func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	const limit = 64 << 10
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > limit {
-		return nil, errors.New("larger than 64 KiB")
-	}
-	return b, nil
+	return vco.CredentialsFromDir(c.CredentialsDir)
 }

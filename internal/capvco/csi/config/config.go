@@ -233,31 +233,14 @@ func (c Config) CloudspaceName(site Site) string {
 	return names.Cloudspace(c.Cluster.Namespace, c.Cluster.Name, site.Name)
 }
 
-var credentialKeys = []string{vco.SecretKeyURL, vco.SecretKeyCustomer, vco.SecretKeyJWT, vco.SecretKeyClientID,
-	vco.SecretKeyClientSecret, vco.SecretKeyIAMURL, vco.SecretKeyAllowHTTP}
-
 // Credentials reads the credential from CredentialsDir on every call, so a rotated Secret is
-// used as soon as the kubelet has updated the files. Errors name files, never their contents.
+// used as soon as the kubelet has updated the files: the manager's keys and checks, caBundle
+// included (vco.CredentialsFromDir). Errors name files, never their contents.
 func (c Config) Credentials() (vco.Credentials, error) {
 	if c.CredentialsDir == "" {
 		return vco.Credentials{}, errors.New("credentialsDir is empty: the controller needs the location-scoped credential mounted there")
 	}
-	data := map[string][]byte{}
-	for _, k := range credentialKeys {
-		b, err := ReadBounded(filepath.Join(c.CredentialsDir, k))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return vco.Credentials{}, fmt.Errorf("credential %s: %w", filepath.Join(c.CredentialsDir, k), err)
-		}
-		data[k] = b
-	}
-	creds, err := vco.CredentialsFromSecret(data)
-	if err != nil {
-		return vco.Credentials{}, fmt.Errorf("credential in %s (files named after the Secret's keys): %w", c.CredentialsDir, err)
-	}
-	return creds, nil
+	return vco.CredentialsFromDir(c.CredentialsDir)
 }
 
 // ReadBounded reads a secret file of at most 64 KiB.
