@@ -143,7 +143,7 @@ func FromPlan(plan *tfjson.Plan, redact func(string) string) *View {
 		if oi != oj {
 			return oi < oj
 		}
-		return v.Changes[i].Address < v.Changes[j].Address
+		return CompareAddresses(v.Changes[i].Address, v.Changes[j].Address) < 0
 	})
 	v.TotalChanges = len(v.Changes)
 	names := make([]string, 0, len(plan.OutputChanges))

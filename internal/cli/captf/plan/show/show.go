@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -284,6 +285,11 @@ func renderChanges(w io.Writer, st *cmdutil.Styles, p *Plan, attributes bool) {
 		}
 		if len(in) == 0 {
 			continue
+		}
+		// A view published before the manager sorted in index order still lists as tofu does.
+		byAddress := func(a, b planview.ResourceChange) int { return planview.CompareAddresses(a.Address, b.Address) }
+		if !slices.IsSortedFunc(in, byAddress) {
+			slices.SortStableFunc(in, byAddress)
 		}
 		style := markStyle(st, g.action)
 		fmt.Fprintf(w, "\n%s\n", st.Header(fmt.Sprintf("%s (%d)", g.title, len(in))))

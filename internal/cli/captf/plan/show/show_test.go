@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	tfjson "github.com/hashicorp/terraform-json"
@@ -70,5 +71,26 @@ func TestRenderWithoutView(t *testing.T) {
 	}
 	if (&Plan{}).HasChanges() {
 		t.Fatal("an empty plan has changes")
+	}
+}
+
+// TestRenderListsInIndexOrder: resources are listed as tofu show lists them (r[2] before
+// r[1000]), also from a view published in byte order.
+func TestRenderListsInIndexOrder(t *testing.T) {
+	p := testPlan(t)
+	p.Changes = nil
+	for _, a := range []string{"r.x[0]", "r.x[1000]", "r.x[2]", "module.m[10].r.x", "module.m[9].r.x", `r.x["a"]`} {
+		p.Changes = append(p.Changes, planview.ResourceChange{Address: a, Action: planview.ActionCreate})
+	}
+	var b bytes.Buffer
+	Render(&b, cmdutil.NewStyles(&b, false), "kubectl captf", p, false)
+	out := b.String()
+	last := -1
+	for _, a := range []string{"r.x[0]", "r.x[2]", "r.x[1000]", `r.x["a"]`, "module.m[9].r.x", "module.m[10].r.x"} {
+		i := strings.Index(out, "+ "+a+"\n")
+		if i < 0 || i < last {
+			t.Fatalf("%s out of order (at %d, previous at %d):\n%s", a, i, last, out)
+		}
+		last = i
 	}
 }
