@@ -104,10 +104,16 @@ HOST_PLATFORM = $(shell go env GOOS)/$(shell go env GOARCH)
 ifeq ($(RELEASE_PLATFORMS),all)
 GORELEASER_CONFIG := goreleaser.yaml
 KREW_INDEX := plugins/krew
+# The module base image is built for every architecture of the manager (linux/amd64, arm64):
+# hack/releaseimages refuses fewer.
+RELEASE_EXTRA_TOOLS := tofu-arm64
+RELEASE_TOFUS := bin/tofu,bin/tofu-arm64
 else ifeq ($(RELEASE_PLATFORMS),host)
 # The krew templates list every platform, so a host build writes its own beside the snapshot.
 GORELEASER_CONFIG := _artifacts/release/goreleaser-host.yaml
 KREW_INDEX := _artifacts/release/krew-host
+RELEASE_EXTRA_TOOLS :=
+RELEASE_TOFUS := bin/tofu
 else
 $(error RELEASE_PLATFORMS must be all or host, not "$(RELEASE_PLATFORMS)")
 endif
@@ -117,8 +123,8 @@ endif
 SIGNING_KEY = $(or $(CAPX_SIGNING_KEY),_artifacts/release/signing/signing.key)
 
 .PHONY: release-tools
-release-tools: ## Build goreleaser, krew, kubectl, clusterctl and tofu (once per machine, then cached).
-	bash hack/toolchain.sh release
+release-tools: ## Build goreleaser, krew, kubectl, clusterctl, tofu and cosign (once per machine, then cached).
+	bash hack/toolchain.sh release $(RELEASE_EXTRA_TOOLS)
 
 .PHONY: release-generate
 release-generate: build ## Regenerate goreleaser.yaml, completions/ and the command reference from the binaries.
@@ -138,7 +144,7 @@ ifeq ($(RELEASE_PLATFORMS),host)
 endif
 	bin/goreleaser release --snapshot --clean --config $(GORELEASER_CONFIG)
 	go run ./hack/krewmanifests -dist dist -index $(KREW_INDEX) $(BINARIES)
-	go run ./hack/releaseimages -dist dist -o dist/images -tofu bin/tofu \
+	go run ./hack/releaseimages -dist dist -o dist/images -tofu $(RELEASE_TOFUS) \
 	  -tofu-version $$(sed -n 's/^OPENTOFU_VERSION=//p' hack/versions.env) -revision $(CAPX_SNAPSHOT_COMMIT) -date $(CAPX_SNAPSHOT_DATE)
 ifeq ($(CAPX_SIGNING_KEY),)
 	rm -rf $(dir $(SIGNING_KEY)) && go run ./hack/sign -generate-key $(dir $(SIGNING_KEY))

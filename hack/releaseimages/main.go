@@ -171,6 +171,9 @@ func run(c config) error {
 		baseSpecs = append(baseSpecs, spec)
 	}
 	sort.Slice(baseSpecs, func(i, j int) bool { return baseSpecs[i].Architecture < baseSpecs[j].Architecture })
+	if err := sameArchitectures(sortedKeys(managers), sortedKeys(seen)); err != nil {
+		return err
+	}
 
 	var built []Image
 	for _, img := range []struct {
@@ -227,6 +230,18 @@ func write(out, ref, name string, specs []images.Spec) (Image, error) {
 	}
 	fmt.Fprintf(os.Stderr, "releaseimages: %s@%s (%s) in %s and %s.oci.tar\n", ref, img.Digest, strings.Join(img.Platforms, ", "), dir, dir)
 	return img, nil
+}
+
+// sameArchitectures refuses a module base image for fewer or other architectures than the
+// manager's: a module author's image built FROM it would not run where the manager's runner Jobs
+// do (the release built the base for amd64 only while the manager was multi-arch).
+func sameArchitectures(manager, base []string) error {
+	if strings.Join(manager, ",") == strings.Join(base, ",") {
+		return nil
+	}
+	return fmt.Errorf("the manager is built for linux/%s and the module base image's OpenTofu for linux/%s: "+
+		"give -tofu one static tofu per manager architecture (make release-snapshot passes bin/tofu and bin/tofu-arm64, which hack/toolchain.sh tofu-arm64 builds)",
+		strings.Join(manager, ", linux/"), strings.Join(base, ", linux/"))
 }
 
 // linuxBinaries finds a build's linux binaries in goreleaser's artifact list, by GOARCH.

@@ -222,3 +222,26 @@ func checkBase(t *testing.T, what string, files map[string]entry) {
 		}
 	}
 }
+
+// TestModuleBaseCoversTheManagersArchitectures: the module base image is built for exactly the
+// architectures of the manager, or not at all.
+func TestModuleBaseCoversTheManagersArchitectures(t *testing.T) {
+	for _, c := range []struct {
+		manager, base []string
+		ok            bool
+	}{
+		{[]string{"amd64", "arm64"}, []string{"amd64", "arm64"}, true},
+		{[]string{"amd64"}, []string{"amd64"}, true},
+		{[]string{"amd64", "arm64"}, []string{"amd64"}, false},
+		{[]string{"amd64"}, []string{"arm64"}, false},
+		{[]string{"amd64"}, []string{"amd64", "arm64"}, false},
+	} {
+		err := sameArchitectures(c.manager, c.base)
+		if (err == nil) != c.ok {
+			t.Errorf("manager %v, base %v: %v, want ok=%v", c.manager, c.base, err, c.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "bin/tofu-arm64") {
+			t.Errorf("the refusal does not say what to pass: %v", err)
+		}
+	}
+}

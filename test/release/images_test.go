@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"testing"
 
@@ -20,8 +21,8 @@ import (
 	"github.com/capx-io/capx/hack/dist"
 )
 
-// TestImages reads the snapshot's OCI layouts back: the manager image has one image per linux
-// architecture goreleaser built the manager for, the module base image has OpenTofu at
+// TestImages reads the snapshot's OCI layouts back: the manager image and the module base image
+// have one image per linux architecture goreleaser built the manager for; the module base has OpenTofu at
 // /captf/runtime and an empty /captf/module; both hold the base (users, CA roots, time zones,
 // /tmp), carry the OCI labels, run as 65532, and the
 // binary of this machine's image runs (the manager prints the snapshot's version, tofu its own).
@@ -34,6 +35,7 @@ func TestImages(t *testing.T) {
 			managerArchs = append(managerArchs, b.Goarch)
 		}
 	}
+	sort.Strings(managerArchs) // the images list their platforms in this order
 	cases := []struct {
 		name, entrypoint string
 		archs            []string
@@ -43,7 +45,8 @@ func TestImages(t *testing.T) {
 	}{
 		{"capx-manager", "/manager", managerArchs, []string{"version"}, s.version,
 			withBase(map[string]byte{"manager": tar.TypeReg})},
-		{"captf-module-base", "/captf/runtime", nil, []string{"version"}, "OpenTofu v",
+		// The module base image too: a module built FROM it runs where the manager's Jobs do.
+		{"captf-module-base", "/captf/runtime", managerArchs, []string{"version"}, "OpenTofu v",
 			withBase(map[string]byte{"captf/runtime": tar.TypeReg, "captf/module": tar.TypeDir})},
 	}
 	for _, c := range cases {
