@@ -85,6 +85,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
+	// A bootstrap Secret created or rotated brings back the machines and pools that pass it.
+	bc, err := newBootstrapCache(mgr, opts.Namespace)
+	if err != nil {
+		return err
+	}
 	withVariables := func(list func() client.ObjectList, spec workspaceOf, extra func(*builder.Builder) *builder.Builder) func(*builder.Builder) *builder.Builder {
 		return func(b *builder.Builder) *builder.Builder { return watchVariables(vc, e.client, list, spec)(extra(b)) }
 	}
@@ -122,7 +127,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(ctx, mgr, capi.SetupOptions{
 		WatchFilter: opts.WatchFilter, Concurrency: opts.MachineConcurrency,
 		Extra: withVariables(func() client.ObjectList { return &captfv1.TerraformMachineList{} }, specOf(kind[*captfv1.TerraformMachine](machineKind{})),
-			fromCluster(contract.KindMachine, &captfv1.TerraformMachine{}, func() client.ObjectList { return &captfv1.TerraformMachineList{} })),
+			chain(fromCluster(contract.KindMachine, &captfv1.TerraformMachine{}, func() client.ObjectList { return &captfv1.TerraformMachineList{} }),
+				watchBootstrap(bc, e.client, contract.KindMachine, machineConsumers))),
 	}); err != nil {
 		return err
 	}
@@ -135,8 +141,19 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(ctx, mgr, capi.SetupOptions{
 		WatchFilter: opts.WatchFilter, Concurrency: opts.MachinePoolConcurrency,
 		Extra: withVariables(func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} }, specOf(kind[*captfv1.TerraformMachinePool](machinePoolKind{})),
-			fromCluster(contract.KindMachinePool, &captfv1.TerraformMachinePool{}, func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} })),
+			chain(fromCluster(contract.KindMachinePool, &captfv1.TerraformMachinePool{}, func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} }),
+				watchBootstrap(bc, e.client, contract.KindMachinePool, poolConsumers))),
 	})
+}
+
+// chain applies builder extensions in order.
+func chain(extras ...func(*builder.Builder) *builder.Builder) func(*builder.Builder) *builder.Builder {
+	return func(b *builder.Builder) *builder.Builder {
+		for _, extra := range extras {
+			b = extra(b)
+		}
+		return b
+	}
 }
 
 // stateOwner maps a managed Secret (state chunk, backup, inputs) of the kind to its object: by
