@@ -38,3 +38,26 @@ def on_nav(nav, config, files):
             page,
         )
     return nav
+
+
+# Air-gapped operators open the site without the internet: a page that asks a third party for
+# anything (Google Fonts is the theme's default) stalls or leaks their visit. theme.font: false
+# turns the fonts off; this fails the build if any built file still names such a host.
+_THIRD_PARTY = ("fonts.googleapis.com", "fonts.gstatic.com")
+
+
+def on_post_build(config):
+    site = config["site_dir"]
+    for dirpath, _, names in os.walk(site):
+        for name in names:
+            if not name.endswith((".html", ".css", ".js")):
+                continue
+            path = os.path.join(dirpath, name)
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+            for host in _THIRD_PARTY:
+                if host in text:
+                    raise SystemExit(
+                        "%s asks %s: the site must load nothing from third parties "
+                        "(theme.font: false in mkdocs.yml)" % (os.path.relpath(path, site), host)
+                    )
