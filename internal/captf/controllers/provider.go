@@ -41,6 +41,7 @@ func (r *provider[T]) ReconcileNormal(ctx context.Context, s *reconcileScope[T])
 			r.backups,            // housekeeping: back up a new serial, prune; observe: the backups
 			r.readOutputs,        // observe: the module's outputs (the kind writes them onto the object)
 			r.renderInputs,       // observe: the durable inputs and the inputs rendered now
+			r.labelCredentials,   // housekeeping: the credentials Secret moves with the cluster when nothing else reads it
 			r.copyHold,           // housekeeping: the object's copy of a state-not-persisted hold
 			r.findPlan,           // observe: the plan of these inputs
 			r.recordApproval,     // housekeeping: an approved plan's phase and Event
