@@ -25,6 +25,19 @@ type Check struct {
 	Passed bool `json:"passed"`
 	// Message explains a failure and what to do, or confirms a pass.
 	Message string `json:"message"`
+	// LeftBehind lists, for a check about what move carries, the objects it leaves on the
+	// source.
+	LeftBehind []LeftBehind `json:"leftBehind,omitempty"`
+}
+
+// LeftBehind is an object the moved objects read that clusterctl move does not carry.
+type LeftBehind struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// Reason says why move does not carry it.
+	Reason string `json:"reason"`
+	// OnTarget is true when a copy already exists on the target.
+	OnTarget bool `json:"onTarget"`
 }
 
 func pass(name, format string, a ...any) Check {

@@ -1,6 +1,6 @@
 // Package move is `kubectl captf move preflight|register-inventory`: the shared
-// internal/cli/move commands with CAPTF's own checks (no Job running, credential and variable
-// sources present on the target) and CRDs.
+// internal/cli/move commands with CAPTF's own checks (no Job running, what of the credential and
+// variable sources move leaves behind, and that it is on the target) and CRDs.
 package move
 
 import (
@@ -11,10 +11,14 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+	"github.com/capx-io/capx/internal/captf/decide"
+	"github.com/capx-io/capx/internal/captf/movelabel"
 	"github.com/capx-io/capx/internal/cli/captf/objects"
 	"github.com/capx-io/capx/internal/cli/cmdutil"
 	climove "github.com/capx-io/capx/internal/cli/move"
@@ -45,7 +49,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 
 // Preflight is CAPTF's part of the preflight: no Job runs for any object of the cluster, and
 // the Secrets and ConfigMaps the objects read but do not own (credentials, variablesFrom
-// sources) exist on the target, since clusterctl move does not carry them.
+// sources) either move with the cluster or exist on the target.
 func Preflight(ctx context.Context, src, dst client.Client, t climove.Target) []climove.Check {
 	objs, err := objects.OfCluster(ctx, src, t.Namespace, t.Name)
 	if err != nil {
@@ -78,15 +82,86 @@ func Preflight(ctx context.Context, src, dst client.Client, t climove.Target) []
 		sort.Strings(running)
 		checks[0].Message = "Jobs run for " + strings.Join(running, ", ") + "; wait until they finish (clusterctl move waits on block-move too)"
 	}
-	var objsOnTarget []client.Object
-	for _, n := range sortedKeys(secrets) {
-		objsOnTarget = append(objsOnTarget, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: n}})
+	return append(checks, checkSources(ctx, src, dst, t.Namespace, secrets, configMaps))
+}
+
+// checkSources says which Secrets and ConfigMaps the objects read clusterctl move leaves
+// behind, and fails unless each of them is on the target already. A Secret moves when it
+// carries clusterctl's move label (the manager sets it on a credentials Secret nothing that
+// stays behind reads: decide.CredentialMoveOf); one the manager labelled that something staying
+// behind reads now (its label comes off at the next reconcile) fails too: move would take it
+// from what stays.
+func checkSources(ctx context.Context, src, dst client.Client, namespace string, secrets, configMaps map[string]bool) climove.Check {
+	const name = "credential and variable sources on the target"
+	var behind []climove.LeftBehind
+	var taken []string
+	moving := 0
+	for _, kind := range []string{"Secret", "ConfigMap"} {
+		names := sortedKeys(secrets)
+		if kind == "ConfigMap" {
+			names = sortedKeys(configMaps)
+		}
+		for _, n := range names {
+			meta := &metav1.PartialObjectMetadata{}
+			meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
+			key := client.ObjectKey{Namespace: namespace, Name: n}
+			if err := src.Get(ctx, key, meta); err != nil {
+				if !apierrors.IsNotFound(err) {
+					return climove.Check{Name: name, Message: fmt.Sprintf("read %s %s on the source: %v", kind, key, err)}
+				}
+				meta = nil
+			}
+			reason := "not found on the source"
+			if meta != nil {
+				_, labelled := meta.GetLabels()[clusterctlv1.ClusterctlMoveLabel]
+				reason = fmt.Sprintf("it has no %s label", clusterctlv1.ClusterctlMoveLabel)
+				if kind == "Secret" {
+					uses, err := movelabel.Uses(ctx, src, src, namespace, n)
+					if err != nil {
+						return climove.Check{Name: name, Message: fmt.Sprintf("find what reads Secret %s: %v", key, err)}
+					}
+					d := decide.CredentialMoveOf(movelabel.Input(meta, uses))
+					if labelled && d.Action == decide.MoveLabelRemove {
+						taken = append(taken, fmt.Sprintf("Secret %s (%s)", n, d.Reason))
+						continue
+					}
+					if !labelled && d.Reason != "" {
+						reason = d.Reason
+					}
+				}
+				if labelled {
+					moving++
+					continue
+				}
+			}
+			lb := climove.LeftBehind{Kind: kind, Name: n, Reason: reason}
+			obj := &metav1.PartialObjectMetadata{}
+			obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
+			switch err := dst.Get(ctx, key, obj); {
+			case err == nil:
+				lb.OnTarget = true
+			case !apierrors.IsNotFound(err):
+				return climove.Check{Name: name, Message: fmt.Sprintf("read %s %s on the target: %v", kind, key, err)}
+			}
+			behind = append(behind, lb)
+		}
 	}
-	for _, n := range sortedKeys(configMaps) {
-		objsOnTarget = append(objsOnTarget, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: n}})
+	var missing []string
+	for _, lb := range behind {
+		if !lb.OnTarget {
+			missing = append(missing, fmt.Sprintf("%s %s (%s)", lb.Kind, lb.Name, lb.Reason))
+		}
 	}
-	checks = append(checks, climove.CheckPresent(ctx, dst, "credential and variable sources", objsOnTarget...))
-	return checks
+	c := climove.Check{Name: name, LeftBehind: behind, Passed: len(missing) == 0 && len(taken) == 0}
+	switch {
+	case len(taken) > 0:
+		c.Message = fmt.Sprintf("move would take from what stays behind: %s; remove the label (kubectl label secret <name> -n %s %s-) or wait for the manager to", strings.Join(taken, "; "), namespace, clusterctlv1.ClusterctlMoveLabel)
+	case len(missing) > 0:
+		c.Message = fmt.Sprintf("left behind and missing on the target: %s; copy them to the target first", strings.Join(missing, "; "))
+	default:
+		c.Message = fmt.Sprintf("%d move with the cluster, %d left behind and present on the target", moving, len(behind))
+	}
+	return c
 }
 
 func sortedKeys(m map[string]bool) []string {
