@@ -40,23 +40,25 @@ const releaseURL = "https://github.com/capx-io/capx/releases/download/"
 // plugins says what krew shows for each plugin.
 var plugins = map[string]struct{ short, description string }{
 	"captf": {
-		short: "Operate CAPTF: plans, approvals, state backups, owners, move",
-		description: `kubectl captf operates the CAPTF Cluster API infrastructure provider, which runs
-OpenTofu module images as Kubernetes Jobs: the status of a cluster's
-infrastructure, plan list and show (with the diff), approve a plan, list and
-restore state backups, check and repair owner references, prepare a clusterctl
-move, and the logs of an object's Jobs. Every command takes -o json|yaml for
-scripts, documents its exit codes and never prompts without a terminal.`,
-	},
-	"capvco": {
-		short: "Operate CAPVCO: orphaned vGPUs, clusterctl move preflight",
-		description: `kubectl capvco operates the CAPVCO Cluster API infrastructure provider for the
-whitesky.cloud platform: find and release orphaned vGPU reservations, and prepare a
-clusterctl move (preflight checks, inventory registration). Every command takes
--o json|yaml for scripts, documents its exit codes and never prompts without a
+		short: "Operate CAPTF infrastructure",
+		description: `kubectl captf is the command line of CAPTF, the Cluster API infrastructure
+provider that runs OpenTofu modules as Kubernetes Jobs. It shows what CAPTF is
+doing with a cluster's infrastructure and lets operators act on it within the
+guards CAPTF enforces. Output is text, JSON or YAML; it never prompts without a
 terminal.`,
 	},
+	"capvco": {
+		short: "Operate CAPVCO on whitesky.cloud",
+		description: `kubectl capvco is the command line of CAPVCO, the Cluster API infrastructure
+provider for the whitesky.cloud platform: operator tools for the platform
+resources its clusters use and for moving its clusters between management
+clusters. Output is text, JSON or YAML; it never prompts without a terminal.`,
+	},
 }
+
+// maxShort keeps the short description whole in `kubectl krew search`, which cuts it at 50
+// characters.
+const maxShort = 40
 
 type archive struct {
 	name, path, goos, goarch string
@@ -87,6 +89,9 @@ func main() {
 		meta, ok := plugins[plugin]
 		if !ok {
 			fail(fmt.Errorf("plugin %s has no description in hack/krewmanifests", plugin))
+		}
+		if len(meta.short) > maxShort {
+			fail(fmt.Errorf("plugin %s: the short description %q is longer than %d characters (krew search cuts it)", plugin, meta.short, maxShort))
 		}
 		mine := archives[bin]
 		if len(mine) == 0 {
@@ -241,8 +246,8 @@ spec:
   description: |
 %[3]s
   caveats: |
-    Shell completion of `+"`kubectl %[1]s`"+` needs the kubectl_complete-%[1]s shim on your PATH:
-    krew unpacks it but cannot link it. See
+    Shell completion of `+"`kubectl %[1]s`"+` (Linux and macOS) needs the kubectl_complete-%[1]s
+    shim on your PATH: krew unpacks it but cannot link it. See
     https://github.com/capx-io/capx/blob/main/completions/README.md
   platforms:
 `, plugin, short, indent(description, "    "))

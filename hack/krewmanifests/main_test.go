@@ -42,3 +42,18 @@ func TestTemplateRendersWithEachArchivesChecksum(t *testing.T) {
 		t.Error("an archive without the binary: no error")
 	}
 }
+
+// TestDescriptions: krew search shows the short description whole, and the description says
+// what the plugin is for without listing its commands (they change; --help lists them).
+func TestDescriptions(t *testing.T) {
+	for name, p := range plugins {
+		if len(p.short) > maxShort || p.short == "" {
+			t.Errorf("%s: short description %q: want 1-%d characters", name, p.short, maxShort)
+		}
+		for _, cmd := range []string{"plan list", "approve", "backups", "restore", "owners", "preflight", "gpucheck", "logs"} {
+			if strings.Contains(p.description, cmd) {
+				t.Errorf("%s: the description names the command %q: say what the plugin is for, --help lists the commands", name, cmd)
+			}
+		}
+	}
+}

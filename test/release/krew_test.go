@@ -59,6 +59,23 @@ func TestKrewInstallsThePlugins(t *testing.T) {
 			if len(shims) != 1 {
 				t.Errorf("krew's store has %d kubectl_complete-%s shims, want 1", len(shims), plugin)
 			}
+
+			// Listed and uninstalled as docs/install.md says: krew list and uninstall want an
+			// index, and an empty git repository is one on a machine that cannot fetch krew's.
+			if out, err := runErr(t, env, krew, "list"); err == nil || !strings.Contains(out, "index is not initialized") {
+				t.Errorf("krew list without an index: %v\n%s; docs/install.md says it needs one", err, out)
+			}
+			run(t, env, "git", "init", "-q", filepath.Join(root, "index", "default"))
+			if out := run(t, env, krew, "list"); !strings.Contains(out, "detached/"+plugin) {
+				t.Errorf("krew list does not show detached/%s:\n%s", plugin, out)
+			}
+			if out := run(t, env, krew, "uninstall", plugin); !strings.Contains(out, "Uninstalled plugin: "+plugin) {
+				t.Errorf("krew uninstall said:\n%s", out)
+			}
+			// (kubectl plugin list fails when it finds no plugin at all: its output is what counts.)
+			if plugins, _ := runErr(t, env, kubectl, "plugin", "list", "--name-only"); strings.Contains(plugins, bin) {
+				t.Errorf("kubectl plugin list still shows %s after krew uninstall:\n%s", bin, plugins)
+			}
 		})
 	}
 }

@@ -35,6 +35,12 @@ func TestKrewTemplatesCommitted(t *testing.T) {
 			if !slices.Equal(listed, want[bin]) {
 				t.Errorf("plugins/krew/%s.yaml lists %v, goreleaser.yaml builds %s for %v: run make release-snapshot and commit", plugin, listed, bin, want[bin])
 			}
+			// The completion shim is a sh script: windows archives go without it.
+			for _, e := range committed.entries {
+				if strings.HasPrefix(e.platform, "windows/") && strings.Contains(e.text, "kubectl_complete-") {
+					t.Errorf("plugins/krew/%s.yaml's %s entry installs the sh completion shim: windows archives must not carry it", plugin, e.platform)
+				}
+			}
 			built := len(dist.Filter(s.artifacts, dist.Archive, bin))
 			if built == len(want[bin]) {
 				return // every platform: make verify-release compares the committed file itself
