@@ -154,6 +154,30 @@ endif
 	$(MAKE) --no-print-directory docs
 	@echo "release snapshot v$(CAPX_SNAPSHOT_VERSION): dist/ (archives, checksums, SBOMs, krew/, images/), _artifacts/release/clusterctl/, _artifacts/site/"
 
+# A tagged release (docs/release.md): the images are pushed before anything is published, and
+# goreleaser's before hook (hack/publishimages) refuses to publish components whose images are
+# not in the registry at the digests this release built. Needs GITHUB_TOKEN, CAPX_SIGNING_KEY and
+# push access to ghcr.io/capx-io (CAPX_REGISTRY_USERNAME and CAPX_REGISTRY_PASSWORD, or a login).
+RELEASE_TAG = $(shell git describe --tags --exact-match 2>/dev/null)
+.PHONY: release-publish
+release-publish: release-tools ## Publish the tagged HEAD: build, sign, push the images, then goreleaser publishes the rest with the krew manifests and signatures (refused without the images).
+	@if [[ -z "$(RELEASE_TAG)" ]]; then echo "release-publish: HEAD has no tag (git tag vX.Y.Z first)"; exit 1; fi
+	go build -o bin/capx-sbom ./hack/sbom
+	CAPX_RELEASE_BUILD_ONLY=1 bin/goreleaser release --clean --skip=publish
+	go run ./hack/releaseimages -dist dist -o dist/images -tofu bin/tofu,bin/tofu-arm64 \
+	  -tofu-version $$(sed -n 's/^OPENTOFU_VERSION=//p' hack/versions.env) -revision $$(git rev-parse HEAD) \
+	  -date $$(TZ=UTC git show -s --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ HEAD)
+	go run ./hack/krewmanifests -dist dist $(BINARIES)
+	@if [[ -z "$${CAPX_SIGNING_KEY:-}" ]]; then echo "release-publish: CAPX_SIGNING_KEY names the project's signing key"; exit 1; fi
+	go run ./hack/sign -key $(CAPX_SIGNING_KEY) dist/checksums.txt dist/images/images.json dist/krew/*.yaml \
+	  _artifacts/release/clusterctl/infrastructure-capx/$(RELEASE_TAG)/*.yaml
+	go run ./hack/publishimages -push -images dist/images/images.json -save _artifacts/release/published-images.json \
+	  _artifacts/release/clusterctl/infrastructure-capx/$(RELEASE_TAG)/infrastructure-components.yaml
+	rm -rf _artifacts/release/attach && mkdir -p _artifacts/release/attach
+	cp dist/checksums.txt.sig dist/images/images.json dist/images/images.json.sig dist/krew/*.yaml dist/krew/*.yaml.sig \
+	  _artifacts/release/clusterctl/infrastructure-capx/$(RELEASE_TAG)/*.sig _artifacts/release/attach/
+	bin/goreleaser release --clean
+
 .PHONY: verify-release
 verify-release: ## Fail when a file generated from the binaries or the release is stale (after release-snapshot).
 	@if [[ -n "$$(git status --porcelain -- $(RELEASE_GENERATED))" ]]; then \

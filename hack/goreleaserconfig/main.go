@@ -111,6 +111,10 @@ snapshot:
 before:
   hooks:
   - go run ./hack/clusterctlrepo -version v{{"{{"}} .Version {{"}}"}} -o _artifacts/release/clusterctl
+  # A tagged release publishes the components only when every image of ours they name is in its
+  # registry at the digest this release built (pushed first by make release-publish); snapshots
+  # publish nothing, and make release-publish's build-only pass (--skip=publish) has pushed nothing yet.
+  - '{{"{{"}} if or .IsSnapshot (eq (index .Env "CAPX_RELEASE_BUILD_ONLY") "1") {{"}}"}}true{{"{{"}} else {{"}}"}}go run ./hack/publishimages -images _artifacts/release/published-images.json _artifacts/release/clusterctl/infrastructure-capx/v{{"{{"}} .Version {{"}}"}}/infrastructure-components.yaml{{"{{"}} end {{"}}"}}'
 
 builds:
 {{- range .}}
@@ -149,8 +153,9 @@ archives:
       mtime: '{{"{{"}} .CommitDate {{"}}"}}'
 {{- if .Plugin}}
   # krew cannot install a completion shim; the archive carries it and completions/README.md says
-  # where to put it.
-  - src: completions/kubectl_complete-{{.Plugin}}
+  # where to put it. The shim is a sh script, so the windows archives go without it (goreleaser
+  # then warns "no files matched" for the empty source).
+  - src: '{{"{{"}} if ne .Os "windows" {{"}}"}}completions/kubectl_complete-{{.Plugin}}{{"{{"}} end {{"}}"}}'
     dst: kubectl_complete-{{.Plugin}}
     info:
       mode: 0o755
@@ -185,4 +190,7 @@ release:
   prerelease: auto
   extra_files:
   - glob: '_artifacts/release/clusterctl/infrastructure-capx/v{{"{{"}} .Version {{"}}"}}/*.yaml'
+  # make release-publish's build-only pass renders and signs these first: the krew manifests,
+  # images.json and the signatures (the builds are reproducible, so they match this run's files).
+  - glob: '_artifacts/release/attach/*'
 `))
