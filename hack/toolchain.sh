@@ -4,9 +4,10 @@
 #
 #   hack/toolchain.sh            the tools the default test run needs (envtest, kubectl, clusterctl, tofu, controller-gen)
 #   hack/toolchain.sh all        everything, including the node parts and CAPI for e2e
-#   hack/toolchain.sh release    what `make release-snapshot` needs: goreleaser, krew and its manifest
-#                                validator, kubectl, clusterctl and tofu (tofu-arm64 too for a release
-#                                of every platform: the module base image's linux/arm64 OpenTofu)
+#   hack/toolchain.sh release    what `make release-snapshot` and `make release-test` need: goreleaser,
+#                                krew and its manifest validator, kubectl, clusterctl, tofu (tofu-arm64
+#                                too for a release of every platform: the module base image's
+#                                linux/arm64 OpenTofu) and cosign (checks the signatures as users do)
 #   hack/toolchain.sh TOOL...    just those tools; "kube" names the six Kubernetes binaries
 #
 # Idempotent: a tool whose cached binary exists is only linked. Builds print their progress and time.
@@ -25,7 +26,7 @@ host_arch=$(go env GOARCH)
 kube_tools=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kube-proxy)
 default_tools=(etcd kube-apiserver kube-controller-manager kubectl tofu controller-gen capi-manager clusterctl)
 all_tools=(etcd "${kube_tools[@]}" tofu controller-gen clusterctl capi-manager)
-release_tools=(goreleaser krew validate-krew-manifest kubectl clusterctl tofu)
+release_tools=(goreleaser krew validate-krew-manifest kubectl clusterctl tofu cosign)
 
 log() { printf '\033[1m[toolchain]\033[0m %s\n' "$*" >&2; }
 
@@ -38,6 +39,7 @@ version_of() {
     controller-gen) echo "$CONTROLLER_TOOLS_VERSION" ;;
     goreleaser) echo "$GORELEASER_VERSION" ;;
     krew|validate-krew-manifest) echo "$KREW_VERSION" ;;
+    cosign) echo "$COSIGN_VERSION" ;;
     *) echo "unknown tool $1" >&2; return 1 ;;
   esac
 }
@@ -152,6 +154,13 @@ resolve() {
       prepare_module "$dir" "module capx.local/goreleasertools" "go 1.26" "require github.com/goreleaser/goreleaser/v2 $v"
       pkg=github.com/goreleaser/goreleaser/v2
       ldflags="-s -w -X main.version=${v#v} -X main.builtBy=capx-toolchain" ;;
+    cosign/*)
+      # A module of its own: cosign's dependencies (sigstore, TUF, cloud KMS clients) stay out of
+      # this module's go.sum.
+      dir="$cache/src/cosign-$v"
+      prepare_module "$dir" "module capx.local/cosigntools" "go 1.26" "require github.com/sigstore/cosign/v3 $v"
+      pkg=github.com/sigstore/cosign/v3/cmd/cosign
+      ldflags="-s -w -X sigs.k8s.io/release-utils/version.gitVersion=$v" ;;
     krew/*)
       # krew's own go.mod (go 1.17) pins the dependencies it was released with; a module of its
       # own keeps them from mixing with this module's Kubernetes libraries.
