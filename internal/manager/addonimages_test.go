@@ -13,7 +13,7 @@ func TestParseAddonImages(t *testing.T) {
 		t.Fatalf("good entries: %v, %v", got, err)
 	}
 	_, err = parseAddonImages([]string{"ccm", "nginx=nginx:1", "capvco-csi-driver="})
-	for _, want := range []string{`"ccm": want <component>=<image>`, `unknown component "nginx" (known: capvco-cloud-controller-manager, capvco-csi-driver, csi-attacher`, `"capvco-csi-driver=": want`} {
+	for _, want := range []string{`"ccm": want <component>=<image>`, `unknown component "nginx" (known: capvco-cloud-controller-manager, capvco-csi-driver, capvco-external-dns-webhook, capvco-sriov-agent, csi-attacher`, `"capvco-csi-driver=": want`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %q", err, want)
 		}

@@ -36,6 +36,11 @@ const (
 	// Ready: the add-ons can only be installed once the cluster's control plane runs.
 	AddonsReadyCondition = "AddonsReady"
 
+	// SRIOVAgentReadyCondition (with spec.sriov.enabled only) reports whether the SR-IOV agent
+	// DaemonSet is available on the workload cluster's workers; False says why not (its reasons
+	// are internal/capvco/sriov's, docs/capvco/sriov.md). It is not part of Ready.
+	SRIOVAgentReadyCondition = "SRIOVAgentReady"
+
 	// VMReadyCondition reports the machine's VM.
 	VMReadyCondition = "VMReady"
 	// GPUsReadyCondition reports the machine's vGPU reservations.

@@ -80,6 +80,63 @@ type AddonsSpec struct {
 	// csi installs capvco-csi-driver with its StorageClasses, when set.
 	// +optional
 	CSI *CSIAddonSpec `json:"csi,omitempty"`
+
+	// gpu installs the GPU add-on (docs/capvco/gpu.md), when set: the device plugin that makes
+	// GPU machines' vGPUs schedulable. Unset, no GPU add-on is installed, GPU machines' nodes are
+	// not labelled cluster-api/accelerator and their GPUs are left out of the scale-from-zero
+	// capacity; removing it removes what it installed.
+	// +optional
+	GPU *GPUAddonSpec `json:"gpu,omitempty"`
+
+	// externalDNS installs external-dns with the whitesky.cloud webhook provider
+	// (docs/capvco/external-dns.md), when set; removing it removes what it installed (the DNS
+	// records it made stay).
+	// +optional
+	ExternalDNS *ExternalDNSAddonSpec `json:"externalDNS,omitempty"`
+}
+
+// GPUAddonSpec selects the GPU add-on (the original provider's VCO_GPU_ADDON, which the cluster
+// templates write here).
+type GPUAddonSpec struct {
+	// addon: nvidia (NVIDIA's device plugin and the nvidia RuntimeClass; the default when empty)
+	// or none (nothing: stub GPU profiles, or a device plugin you install yourself).
+	// +optional
+	// +kubebuilder:validation:Enum=nvidia;none
+	Addon string `json:"addon,omitempty"`
+}
+
+// ExternalDNSAddonSpec configures external-dns and its whitesky.cloud webhook provider.
+type ExternalDNSAddonSpec struct {
+	// credentialsSecretRef names the Secret, in the VCOCluster's namespace, whose credential keys
+	// are copied into the workload cluster for the webhook. Default: the cluster's own
+	// credentialsRef. It needs to read and write the customer's DNS records and read the
+	// cluster's cloudspaces.
+	// +optional
+	CredentialsSecretRef *corev1.LocalObjectReference `json:"credentialsSecretRef,omitempty"`
+
+	// domainFilters are the domains external-dns manages (names below them match too); empty:
+	// every domain.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)*[a-z]{2,63}\.?$`
+	DomainFilters []string `json:"domainFilters,omitempty"`
+
+	// excludeDomains are left alone even below a domainFilters domain.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)*[a-z]{2,63}\.?$`
+	ExcludeDomains []string `json:"excludeDomains,omitempty"`
+
+	// sources are the kinds external-dns reads hostnames from: service, ingress (default both).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:items:Enum=service;ingress
+	Sources []string `json:"sources,omitempty"`
 }
 
 // CCMAddonSpec configures the cloud controller manager add-on.

@@ -1,5 +1,6 @@
 // Package addons delivers what every CAPVCO workload cluster runs besides Kubernetes itself: the
-// cloud controller manager, the CSI driver, and the add-ons to come (ExternalDNS, GPU, SR-IOV).
+// cloud controller manager, and, where the cluster's spec asks for them, the CSI driver, the GPU
+// add-on, the SR-IOV agent and external-dns with the whitesky.cloud webhook.
 //
 // An add-on is one value in a Registry: it renders, from the cluster's settings alone (no API
 // call), the objects to apply in the workload cluster and the Secrets to copy there from the
@@ -9,7 +10,8 @@
 // what an add-on no longer renders, and reads back whether the add-on's Deployments and
 // DaemonSets are available. What it found is the caller's to record (VCOCluster
 // status.addons and the AddonsReady condition); a hash of what was applied decides whether the
-// next pass applies again.
+// next pass applies again. An add-on a cluster stopped asking for is removed when its Render
+// says which kinds it applies (Rendered.Remove).
 //
 // Writing an add-on (docs/capvco/addons.md has the whole guide):
 //
@@ -35,6 +37,7 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 	"github.com/capx-io/capx/internal/capvco/decide"
@@ -55,19 +58,24 @@ type Addon interface {
 type Registry []Addon
 
 // Default is every add-on the manager delivers.
-var Default = Registry{CloudControllerManager{}, CSIDriver{}}
+var Default = Registry{CloudControllerManager{}, CSIDriver{}, GPU{}, SRIOVAgent{}, ExternalDNS{}}
 
 // DefaultImageRepository is where the release names the project's images.
 const DefaultImageRepository = "ghcr.io/capx-io"
 
-// Components are the names whose image the manager's --capvco-addon-image overrides.
+// projectComponents are the project's images the add-ons run.
+var projectComponents = []string{"capvco-cloud-controller-manager", "capvco-csi-driver", "capvco-external-dns-webhook", "capvco-sriov-agent"}
+
+// Components are the names whose image the manager's --capvco-addon-image overrides: the
+// project's, then the third parties' in name order.
 func Components() []string {
-	out := []string{"capvco-cloud-controller-manager", "capvco-csi-driver"}
+	var third []string
 	for name := range csiSidecars {
-		out = append(out, name)
+		third = append(third, name)
 	}
-	slices.Sort(out[2:])
-	return out
+	third = append(third, devicePluginComponent, externalDNSComponent)
+	slices.Sort(third)
+	return slices.Concat(projectComponents, third)
 }
 
 // Settings are what an add-on renders from: one cluster's, and the manager's.
@@ -136,9 +144,13 @@ type Site struct{ Name, Location, CloudspaceID string }
 // Rendered is what an add-on puts into a workload cluster.
 type Rendered struct {
 	// Skip says why the cluster does not want the add-on ("" when it does). Objects and Secrets
-	// are then empty; what an earlier version applied stays (nothing deletes an add-on a
-	// cluster stopped asking for: docs/capvco/addons.md).
+	// are then empty; what an earlier pass applied stays, unless Remove names its kinds.
 	Skip string
+	// Remove, with Skip, are the kinds of objects the add-on applies when it is wanted: what of
+	// them carries the add-on's label, and the Secrets copied for it, are deleted from a
+	// workload cluster it was delivered to. Empty keeps what was applied (the CSI driver: a
+	// storage driver under running volumes is the cluster admin's to delete).
+	Remove []schema.GroupVersionKind
 	// Objects are applied in order, with server-side apply.
 	Objects []*unstructured.Unstructured
 	// Secrets are copied from the management cluster before the objects are applied.
@@ -156,4 +168,8 @@ type SecretCopy struct {
 	From, Field string
 	// Keys are copied when present; Required ones must be.
 	Keys, Required []string
+	// NotSameAs names a Secret in the VCOCluster's namespace whose credential this one must not
+	// be (the same token, or client id and secret): the SR-IOV agent's credential lands on every
+	// worker, so the cluster's own is refused there under any name.
+	NotSameAs string
 }

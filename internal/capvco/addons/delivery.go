@@ -27,6 +27,7 @@ import (
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 	"github.com/capx-io/capx/internal/capvco/decide"
+	"github.com/capx-io/capx/internal/capvco/sriov"
 )
 
 // Labels and annotations on every object Delivery applies.
@@ -86,6 +87,12 @@ type Outcome struct {
 	Available bool
 	// Unavailable names those that do not, with their counts.
 	Unavailable []string
+	// DaemonSets are the add-on's DaemonSets as read back when Checked (key namespace/name),
+	// for the conditions that say more than availability (SRIOVAgentReady).
+	DaemonSets map[string]*appsv1.DaemonSet
+	// Removing: the cluster no longer wants an add-on that was delivered to it, and what was
+	// applied is to be deleted; Removed once it was this pass.
+	Removing, Removed bool
 	// NotServed names the objects not applied because the workload cluster does not serve
 	// their kind (a VolumeSnapshotClass without the snapshot CRDs): the rest of the add-on works
 	// without them, and they are applied once the kind is served.
@@ -110,6 +117,10 @@ func (d *Delivery) Reconcile(ctx context.Context, t Target, now time.Time) Obser
 			out.Err = fmt.Errorf("render: %w", err)
 		case r.Skip != "":
 			out.Skip = r.Skip
+			if len(r.Remove) > 0 && recorded(t.VCOCluster, out.Name) != nil {
+				out.Removing = true
+				due = append(due, i)
+			}
 		default:
 			hash, herr := d.hash(ctx, t, r)
 			out.Hash, out.Version, out.Err = hash, s.Version, herr
@@ -137,6 +148,10 @@ func (d *Delivery) Reconcile(ctx context.Context, t Target, now time.Time) Obser
 		return obs
 	}
 	for _, i := range due {
+		if obs.Addons[i].Removing {
+			d.remove(ctx, wl, rendered[i], &obs.Addons[i])
+			continue
+		}
 		d.deliver(ctx, wl, t, rendered[i], &obs.Addons[i])
 		if !obs.Addons[i].Available {
 			obs.Requeue = min(obs.Requeue, d.poll())
@@ -156,7 +171,7 @@ func waitingFor(t Target, err error) string {
 func (d *Delivery) requeue(vc *capvcov1.VCOCluster, obs Observed, now time.Time) time.Duration {
 	next := d.resync()
 	for _, o := range obs.Addons {
-		if o.Err != nil || (o.Skip == "" && !o.Available) {
+		if o.Err != nil || o.Removing || (o.Skip == "" && !o.Available) {
 			return d.poll()
 		}
 		if rec := recorded(vc, o.Name); rec != nil && rec.CheckedAt != nil {
@@ -228,6 +243,17 @@ func (d *Delivery) source(ctx context.Context, t Target, sc SecretCopy) (*corev1
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("Secret %s/%s (%s) lacks the keys %v", t.VCOCluster.Namespace, sc.From, sc.Field, missing)
 	}
+	if sc.NotSameAs != "" {
+		other := &corev1.Secret{}
+		err := d.Management.Get(ctx, client.ObjectKey{Namespace: t.VCOCluster.Namespace, Name: sc.NotSameAs}, other)
+		switch {
+		case err == nil && (sc.NotSameAs == sc.From || sriov.SameCredential(s.Data, other.Data)):
+			return nil, fmt.Errorf("Secret %s/%s (%s) holds the same credential as %s, which this add-on may not get: use a credential scoped to the cluster's cloudspaces",
+				t.VCOCluster.Namespace, sc.From, sc.Field, sc.NotSameAs)
+		case err != nil && !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("read Secret %s/%s, to tell it from %s: %w", t.VCOCluster.Namespace, sc.NotSameAs, sc.Field, err)
+		}
+	}
 	return s, nil
 }
 
@@ -268,12 +294,39 @@ var workloadScheme = func() *runtime.Scheme {
 func (d *Delivery) deliver(ctx context.Context, wl client.Client, t Target, r Rendered, out *Outcome) {
 	log := logr.FromContextOrDiscard(ctx).WithValues("addon", out.Name, "version", out.Version)
 	out.Checked = true
+	// Namespaces first: the copied Secrets may live in one the add-on creates.
+	isNamespace := func(o *unstructured.Unstructured) bool { return o.GroupVersionKind() == namespaceKind }
+	if out.Err = d.apply(ctx, wl, r.Objects, isNamespace, out); out.Err != nil {
+		return
+	}
 	for _, sc := range r.Secrets {
 		if out.Err = d.copySecret(ctx, wl, t, sc, out.Name); out.Err != nil {
 			return
 		}
 	}
-	for _, o := range r.Objects {
+	notNamespace := func(o *unstructured.Unstructured) bool { return !isNamespace(o) }
+	if out.Err = d.apply(ctx, wl, r.Objects, notNamespace, out); out.Err != nil {
+		return
+	}
+	log.Info("Applied add-on to the workload cluster", "objects", len(r.Objects))
+	out.Applied = true
+	if out.Err = d.prune(ctx, wl, r, out.Name, log); out.Err != nil {
+		return
+	}
+	out.Err = availability(ctx, wl, r, out)
+}
+
+var (
+	namespaceKind = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+	secretKind    = schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+)
+
+// apply applies, in order, the objects which, labelled with the add-on's name and version.
+func (d *Delivery) apply(ctx context.Context, wl client.Client, objs []*unstructured.Unstructured, which func(*unstructured.Unstructured) bool, out *Outcome) error {
+	for _, o := range objs {
+		if !which(o) {
+			continue
+		}
 		o = o.DeepCopy()
 		labels := o.GetLabels()
 		if labels == nil {
@@ -292,16 +345,49 @@ func (d *Delivery) deliver(ctx context.Context, wl client.Client, t Target, r Re
 		case meta.IsNoMatchError(err):
 			out.NotServed = append(out.NotServed, fmt.Sprintf("%s %s (the cluster does not serve %s)", o.GetKind(), objectName(o), o.GetAPIVersion()))
 		case err != nil:
-			out.Err = fmt.Errorf("apply %s %s: %w", o.GetKind(), objectName(o), err)
-			return
+			return fmt.Errorf("apply %s %s: %w", o.GetKind(), objectName(o), err)
 		}
 	}
-	log.Info("Applied add-on to the workload cluster", "objects", len(r.Objects))
-	out.Applied = true
-	if out.Err = d.prune(ctx, wl, r, out.Name, log); out.Err != nil {
-		return
+	return nil
+}
+
+// remove deletes what the add-on applied and copied from a cluster that no longer wants it:
+// every object of its kinds (and every Secret) that carries its label.
+func (d *Delivery) remove(ctx context.Context, wl client.Client, r Rendered, out *Outcome) {
+	log := logr.FromContextOrDiscard(ctx).WithValues("addon", out.Name)
+	out.Checked = true
+	for _, gvk := range append(slices.Clone(r.Remove), secretKind) {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		err := wl.List(ctx, list, client.MatchingLabels{NameLabel: out.Name})
+		if meta.IsNoMatchError(err) {
+			continue
+		}
+		if err != nil {
+			out.Err = fmt.Errorf("list %s of the add-on, to remove them: %w", gvk.Kind, err)
+			return
+		}
+		for i := range list.Items {
+			o := &list.Items[i]
+			if err := wl.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+				out.Err = fmt.Errorf("delete %s %s of the add-on the cluster no longer asks for: %w", gvk.Kind, objectName(o), err)
+				return
+			}
+			log.Info("Deleted an object of an add-on the cluster no longer asks for", gvk.Kind, klog.KObj(o))
+		}
 	}
-	out.Available, out.Unavailable, out.Err = availability(ctx, wl, r)
+	out.Removed = true
+}
+
+// Kinds are the kinds of objects, in order of first appearance: what Rendered.Remove names.
+func Kinds(objs []*unstructured.Unstructured) []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	for _, o := range objs {
+		if gvk := o.GroupVersionKind(); !slices.Contains(out, gvk) {
+			out = append(out, gvk)
+		}
+	}
+	return out
 }
 
 func objectName(o client.Object) string {
@@ -383,7 +469,7 @@ func (d *Delivery) prune(ctx context.Context, wl client.Client, r Rendered, addo
 
 // availability reads the add-on's Deployments and DaemonSets: available when each has observed
 // its current generation and has every replica updated and available.
-func availability(ctx context.Context, wl client.Client, r Rendered) (bool, []string, error) {
+func availability(ctx context.Context, wl client.Client, r Rendered, out *Outcome) error {
 	var unavailable []string
 	for _, o := range r.Objects {
 		key := client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetName()}
@@ -391,7 +477,7 @@ func availability(ctx context.Context, wl client.Client, r Rendered) (bool, []st
 		case "Deployment":
 			dep := &appsv1.Deployment{}
 			if err := wl.Get(ctx, key, dep); err != nil {
-				return false, nil, fmt.Errorf("read Deployment %s: %w", key, err)
+				return fmt.Errorf("read Deployment %s: %w", key, err)
 			}
 			want := int32(1)
 			if dep.Spec.Replicas != nil {
@@ -404,15 +490,20 @@ func availability(ctx context.Context, wl client.Client, r Rendered) (bool, []st
 		case "DaemonSet":
 			ds := &appsv1.DaemonSet{}
 			if err := wl.Get(ctx, key, ds); err != nil {
-				return false, nil, fmt.Errorf("read DaemonSet %s: %w", key, err)
+				return fmt.Errorf("read DaemonSet %s: %w", key, err)
 			}
+			if out.DaemonSets == nil {
+				out.DaemonSets = map[string]*appsv1.DaemonSet{}
+			}
+			out.DaemonSets[key.String()] = ds
 			st := ds.Status
 			if st.ObservedGeneration < ds.Generation || st.UpdatedNumberScheduled < st.DesiredNumberScheduled || st.NumberAvailable < st.DesiredNumberScheduled {
 				unavailable = append(unavailable, fmt.Sprintf("DaemonSet %s: %d/%d available", key, st.NumberAvailable, st.DesiredNumberScheduled))
 			}
 		}
 	}
-	return len(unavailable) == 0, unavailable, nil
+	out.Available, out.Unavailable = len(unavailable) == 0, unavailable
+	return nil
 }
 
 // Records turns an observation into status.addons: the add-ons a cluster wants, as last
@@ -420,11 +511,17 @@ func availability(ctx context.Context, wl client.Client, r Rendered) (bool, []st
 func Records(obs *Observed, recorded []capvcov1.AddonStatus, now time.Time) []capvcov1.AddonStatus {
 	var out []capvcov1.AddonStatus
 	for _, o := range obs.Addons {
+		i := slices.IndexFunc(recorded, func(r capvcov1.AddonStatus) bool { return r.Name == o.Name })
 		if o.Skip != "" {
+			// The record of a delivered add-on stays until what it applied is removed: it is
+			// what says there is something to remove.
+			if o.Removing && !o.Removed && i >= 0 {
+				out = append(out, recorded[i])
+			}
 			continue
 		}
 		rec := capvcov1.AddonStatus{Name: o.Name}
-		if i := slices.IndexFunc(recorded, func(r capvcov1.AddonStatus) bool { return r.Name == o.Name }); i >= 0 {
+		if i >= 0 {
 			rec = recorded[i]
 		}
 		if o.Checked && o.Applied {
@@ -434,4 +531,13 @@ func Records(obs *Observed, recorded []capvcov1.AddonStatus, now time.Time) []ca
 		out = append(out, rec)
 	}
 	return out
+}
+
+// mustKinds is Kinds of an add-on's manifests rendered from fixed options (what a cluster that
+// stops asking for it has of it): they render, or the package's tests fail.
+func mustKinds(objs []*unstructured.Unstructured, err error) []schema.GroupVersionKind {
+	if err != nil {
+		panic(err)
+	}
+	return Kinds(objs)
 }

@@ -100,6 +100,7 @@ func (r *clusterProvider) ReconcileNormal(ctx context.Context, s *clusterScope) 
 		r.ensureMesh,              // act: links between the sites
 		r.syncMembers,             // act: the pool holds exactly the API servers that answer
 		r.deliverAddons,           // act: the add-ons in the workload cluster (addons.go)
+		r.observeSRIOV,            // observe: the SR-IOV agent's credential and DaemonSet (sriov.go)
 	)
 	if err == nil {
 		p.requeueAfter(healthInterval(p.vc))

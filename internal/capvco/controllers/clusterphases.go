@@ -17,6 +17,7 @@ import (
 	"github.com/capx-io/capx/internal/capvco/health"
 	"github.com/capx-io/capx/internal/capvco/loadbalancer"
 	"github.com/capx-io/capx/internal/capvco/names"
+	"github.com/capx-io/capx/internal/capvco/sriov"
 	"github.com/capx-io/capx/internal/vco"
 )
 
@@ -51,6 +52,8 @@ type clusterObserved struct {
 	membersErr error
 	// deliverAddons (nil: not looked at this pass)
 	addons *addons.Observed
+	// observeSRIOV (nil: SRIOVAgentReady not looked at this pass)
+	sriov *sriov.Readiness
 	// ReconcileDelete
 	teardown       teardownProgress
 	teardownActive bool

@@ -29,7 +29,7 @@ import (
 var clusterConditions = []string{
 	capvcov1.CredentialsReadyCondition, capvcov1.CloudspaceReadyCondition, capvcov1.LoadBalancerReadyCondition,
 	capvcov1.DNSReadyCondition, capvcov1.GeoMeshReadyCondition, capvcov1.LocationImagesReadyCondition,
-	capvcov1.RegistryCertificateReadyCondition, capvcov1.AddonsReadyCondition,
+	capvcov1.RegistryCertificateReadyCondition, capvcov1.AddonsReadyCondition, capvcov1.SRIOVAgentReadyCondition,
 }
 
 var machineConditions = []string{capvcov1.CredentialsReadyCondition, capvcov1.VMReadyCondition, capvcov1.GPUsReadyCondition}
@@ -86,6 +86,7 @@ func setClusterStatus(vc *capvcov1.VCOCluster, obs *clusterObserved) {
 	}
 	setRegistryCertificate(vc, obs.registry)
 	setAddonsCondition(vc, obs.addons)
+	setSRIOVCondition(vc, obs.sriov)
 	vc.Status.FailureDomains = nil
 	for _, s := range decide.Sites(vc.Spec) {
 		vc.Status.FailureDomains = append(vc.Status.FailureDomains, clusterv1.FailureDomain{Name: s.Name, ControlPlane: ptr.To(true)})
@@ -97,7 +98,7 @@ func setClusterStatus(vc *capvcov1.VCOCluster, obs *clusterObserved) {
 	// which needs this VCOCluster provisioned first.
 	readyFrom := slices.DeleteFunc(slices.Clone(clusterConditions), func(c string) bool {
 		return c == capvcov1.LocationImagesReadyCondition || c == capvcov1.RegistryCertificateReadyCondition ||
-			c == capvcov1.AddonsReadyCondition
+			c == capvcov1.AddonsReadyCondition || c == capvcov1.SRIOVAgentReadyCondition
 	})
 	capi.SetReady(vc, append(readyFrom, shared...), shared)
 	if conditions.IsTrue(vc, capvcov1.ReadyCondition) && vc.Spec.ControlPlaneEndpoint.Host != "" {

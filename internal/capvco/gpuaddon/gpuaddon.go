@@ -39,6 +39,19 @@ func Parse(v string) (Addon, error) {
 	return "", fmt.Errorf("%s=%q: use nvidia (NVIDIA's device plugin) or none (no GPU add-on, for stub GPU profiles)", EnvVar, v)
 }
 
+// Of is the add-on a cluster gets: spec.addons.gpu.addon (empty is nvidia), or None when
+// spec.addons.gpu is not set, since then nothing is installed.
+func Of(spec capvcov1.VCOClusterSpec) (Addon, error) {
+	if spec.Addons.GPU == nil {
+		return None, nil
+	}
+	a, err := Parse(spec.Addons.GPU.Addon)
+	if err != nil {
+		return "", fmt.Errorf("spec.addons.gpu.addon: %w", err)
+	}
+	return a, nil
+}
+
 // AcceleratorLabel is the node label cluster-autoscaler's Cluster API provider reads as "this
 // node has a GPU"; the device plugin runs on the nodes that carry it.
 const AcceleratorLabel = "cluster-api/accelerator"

@@ -13,7 +13,7 @@ import (
 )
 
 // ConditionType is the VCOCluster condition that says whether the SR-IOV agent runs.
-const ConditionType = "SRIOVAgentReady"
+const ConditionType = capvcov1.SRIOVAgentReadyCondition
 
 // Reasons of the condition.
 const (
@@ -37,8 +37,11 @@ type Observed struct {
 	// is an error reading it other than not found.
 	Credential    *corev1.Secret
 	CredentialErr error
-	// Agent is the agent DaemonSet's status in the workload cluster (nil: not installed).
-	Agent *appsv1.DaemonSetStatus
+	// Agent is the agent DaemonSet in the workload cluster as the add-on delivery read it back
+	// (nil: not installed, or not read); AgentErr is why the delivery could not install or read
+	// it.
+	Agent    *appsv1.DaemonSet
+	AgentErr error
 }
 
 // Readiness is the condition's content.
@@ -71,24 +74,31 @@ func Ready(o Observed) *Readiness {
 	if _, err := vco.CredentialsFromSecret(o.Credential.Data); err != nil {
 		return no(ReasonCredentialInvalid, "Secret %q: %v", ref.Name, err)
 	}
-	if o.ClusterCredential != nil && sameCredential(o.Credential.Data, o.ClusterCredential.Data) {
+	if o.ClusterCredential != nil && SameCredential(o.Credential.Data, o.ClusterCredential.Data) {
 		return no(ReasonClusterCredentialRefused, "Secret %q holds the same credential as the cluster's %q: the agent runs beside tenant workloads on every worker, so it takes a credential scoped to this cluster's cloudspaces", ref.Name, o.ClusterCredential.Name)
 	}
-	a := o.Agent
-	switch {
-	case a == nil:
+	if o.Agent == nil {
+		if o.AgentErr != nil {
+			return no(ReasonAgentNotDelivered, "the agent DaemonSet could not be installed in the workload cluster (namespace %s): %v", Namespace, o.AgentErr)
+		}
 		return no(ReasonAgentNotDelivered, "the agent DaemonSet is not installed in the workload cluster yet (namespace %s)", Namespace)
+	}
+	a := o.Agent.Status
+	switch {
+	case a.ObservedGeneration < o.Agent.Generation:
+		return no(ReasonAgentNotReady, "the DaemonSet controller has not rolled out the agent's current version yet")
 	case a.DesiredNumberScheduled == 0:
 		return no(ReasonNoNodes, "no node runs the agent: the cluster has no worker nodes yet")
-	case a.NumberReady < a.DesiredNumberScheduled:
-		return no(ReasonAgentNotReady, "the agent is ready on %d of %d nodes; kubectl -n %s get pods shows why the others are not", a.NumberReady, a.DesiredNumberScheduled, Namespace)
+	case a.NumberAvailable < a.DesiredNumberScheduled || a.UpdatedNumberScheduled < a.DesiredNumberScheduled:
+		return no(ReasonAgentNotReady, "the agent is available on %d of %d nodes (%d updated); kubectl -n %s get pods shows why the others are not",
+			a.NumberAvailable, a.DesiredNumberScheduled, a.UpdatedNumberScheduled, Namespace)
 	}
-	return &Readiness{Status: metav1.ConditionTrue, Reason: ReasonReady, Message: fmt.Sprintf("the agent is ready on all %d nodes", a.NumberReady)}
+	return &Readiness{Status: metav1.ConditionTrue, Reason: ReasonReady, Message: fmt.Sprintf("the agent is available on all %d nodes", a.NumberAvailable)}
 }
 
-// sameCredential says whether two credential Secrets authenticate as the same principal: the
+// SameCredential says whether two credential Secrets authenticate as the same principal: the
 // same token, or the same client id and secret.
-func sameCredential(a, b map[string][]byte) bool {
+func SameCredential(a, b map[string][]byte) bool {
 	eq := func(k string) bool { return len(a[k]) > 0 && bytes.Equal(bytes.TrimSpace(a[k]), bytes.TrimSpace(b[k])) }
 	return eq(vco.SecretKeyJWT) || (eq(vco.SecretKeyClientID) && eq(vco.SecretKeyClientSecret))
 }

@@ -26,7 +26,12 @@ func TestReady(t *testing.T) {
 	enabled := &capvcov1.SRIOVSpec{Enabled: true, CredentialSecretRef: &corev1.LocalObjectReference{Name: "sriov-cred"}}
 	cluster := secret("cluster-cred", "url", "https://vco.example/api/1", "customer", "acme", "jwt", "cluster-token")
 	good := secret("sriov-cred", "url", "https://vco.example/api/1", "customer", "acme", "jwt", "sriov-token")
-	ready := &appsv1.DaemonSetStatus{DesiredNumberScheduled: 3, NumberReady: 3}
+	ds := func(gen int64, st appsv1.DaemonSetStatus) *appsv1.DaemonSet {
+		d := &appsv1.DaemonSet{Status: st}
+		d.Generation = gen
+		return d
+	}
+	ready := ds(2, appsv1.DaemonSetStatus{ObservedGeneration: 2, DesiredNumberScheduled: 3, NumberReady: 3, NumberAvailable: 3, UpdatedNumberScheduled: 3})
 	for _, tc := range []struct {
 		name   string
 		o      Observed
@@ -46,9 +51,15 @@ func TestReady(t *testing.T) {
 		{name: "Secret without a token", o: Observed{Spec: enabled, Credential: secret("sriov-cred", "url", "https://vco.example/api/1", "customer", "acme")},
 			reason: ReasonCredentialInvalid, says: "jwt"},
 		{name: "agent not installed", o: Observed{Spec: enabled, ClusterCredential: cluster, Credential: good}, reason: ReasonAgentNotDelivered, says: Namespace},
-		{name: "no workers", o: Observed{Spec: enabled, Credential: good, Agent: &appsv1.DaemonSetStatus{}}, reason: ReasonNoNodes, says: "no worker"},
-		{name: "some agents not ready", o: Observed{Spec: enabled, Credential: good, Agent: &appsv1.DaemonSetStatus{DesiredNumberScheduled: 3, NumberReady: 1}},
+		{name: "agent not deliverable", o: Observed{Spec: enabled, Credential: good, AgentErr: errors.New("apply DaemonSet: forbidden")},
+			reason: ReasonAgentNotDelivered, says: "could not be installed in the workload cluster (namespace whitesky-sriov-cni): apply DaemonSet: forbidden"},
+		{name: "no workers", o: Observed{Spec: enabled, Credential: good, Agent: ds(1, appsv1.DaemonSetStatus{ObservedGeneration: 1})}, reason: ReasonNoNodes, says: "no worker"},
+		{name: "not observed by its controller", o: Observed{Spec: enabled, Credential: good, Agent: ds(2, appsv1.DaemonSetStatus{ObservedGeneration: 1, DesiredNumberScheduled: 3, NumberReady: 3, NumberAvailable: 3, UpdatedNumberScheduled: 3})},
+			reason: ReasonAgentNotReady, says: "not rolled out"},
+		{name: "some agents not available", o: Observed{Spec: enabled, Credential: good, Agent: ds(1, appsv1.DaemonSetStatus{ObservedGeneration: 1, DesiredNumberScheduled: 3, NumberReady: 3, NumberAvailable: 1, UpdatedNumberScheduled: 3})},
 			reason: ReasonAgentNotReady, says: "1 of 3"},
+		{name: "old agents still running", o: Observed{Spec: enabled, Credential: good, Agent: ds(1, appsv1.DaemonSetStatus{ObservedGeneration: 1, DesiredNumberScheduled: 3, NumberReady: 3, NumberAvailable: 3, UpdatedNumberScheduled: 2})},
+			reason: ReasonAgentNotReady, says: "2 updated"},
 		{name: "ready", o: Observed{Spec: enabled, ClusterCredential: cluster, Credential: good, Agent: ready}, reason: ReasonReady, status: metav1.ConditionTrue, says: "all 3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
