@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the local management cluster (hack/cluster, test/localcluster) runs on:
 # the container runtime, the CNI plugins, iptables for kube-proxy and kubelet, and iproute2 for the
-# cluster's network namespace; and MkDocs with the Material theme for the docs site (make docs).
+# cluster's network namespace; MkDocs with the Material theme for the docs site (make docs); and
+# unbound, the resolver test/mgmtdns runs under config/mgmt-dns.
 # Idempotent: packages already installed are not fetched again, and
 # nothing is done at all when every one is present. Needs root (CI and the dev machines run as root).
 #
@@ -14,7 +15,7 @@ set -euo pipefail
 # e2fsprogs, xfsprogs and cryptsetup: the CSI driver's node tests format ext4/xfs and LUKS2 on loop
 # devices (util-linux has losetup).
 # openssl: the release's signatures are checked as a user without cosign would (hack/sign).
-packages=(containerd runc containernetworking-plugins iptables iproute2 util-linux mkdocs mkdocs-material e2fsprogs xfsprogs cryptsetup openssl)
+packages=(containerd runc containernetworking-plugins iptables iproute2 util-linux mkdocs mkdocs-material e2fsprogs xfsprogs cryptsetup openssl unbound)
 
 missing=()
 for p in "${packages[@]}"; do
