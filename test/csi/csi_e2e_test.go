@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -338,6 +339,11 @@ func TestVolumesOnRealKubelets(t *testing.T) {
 				t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
 			}
 			applied++
+		case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+			// The controller's identity and RBAC, which the sidecars run with below.
+			if err := cl.Create(ctx, o); err != nil {
+				t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
+			}
 		case "Deployment":
 			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
 			for _, c := range containers {
@@ -352,16 +358,17 @@ func TestVolumesOnRealKubelets(t *testing.T) {
 		t.Fatalf("applied %d of the add-on's CSIDriver, StorageClasses and VolumeSnapshotClass, want 4", applied)
 	}
 
-	// The real sidecars with the flags the add-on's controller Deployment gives them, but
-	// for the socket, the kubeconfig and a shorter retry backoff (at most 5 s rather than 5
-	// minutes: the attacher retries the second node's attach until the first has detached).
+	// The real sidecars as the add-on's controller Deployment runs them: its flags, with a
+	// token of its ServiceAccount (so its RBAC is what they may do), but for the socket and a
+	// shorter retry backoff (at most 5 s rather than 5 minutes).
+	sidecarKubeconfig := serviceAccountKubeconfig(t, ctx, wl, kc, "kube-system", "capvco-csi-controller", filepath.Join(work, "sidecars.kubeconfig"))
 	run := func(name string, extra ...string) *sidecar {
 		args, ok := sidecarArgs[name]
 		if !ok {
 			t.Fatalf("the add-on's Deployment has no %s container", name)
 		}
 		args = slices.DeleteFunc(slices.Clone(args), func(a string) bool { return strings.HasPrefix(a, "--csi-address=") })
-		return startSidecar(t, root, p, logDir, name, slices.Concat(args, []string{"--csi-address=" + ctrlSock, "--kubeconfig=" + kubeconfig,
+		return startSidecar(t, root, p, logDir, name, slices.Concat(args, []string{"--csi-address=" + ctrlSock, "--kubeconfig=" + sidecarKubeconfig,
 			"--retry-interval-max=5s", "--v=2"}, extra)...)
 	}
 	sidecars = append(sidecars, run("csi-provisioner"), run("csi-attacher"), run("csi-snapshotter"),
@@ -521,6 +528,36 @@ func TestVolumesOnRealKubelets(t *testing.T) {
 		t.Errorf("billed on the platform after the cluster's deletion: %+v", billed)
 	}
 	t.Logf("the whole test: %.0fs", time.Since(begin).Seconds())
+}
+
+// serviceAccountKubeconfig writes the admin kubeconfig with a token of the ServiceAccount
+// instead of the admin's certificate.
+func serviceAccountKubeconfig(t *testing.T, ctx context.Context, wl kubernetes.Interface, admin []byte, ns, sa, path string) string {
+	t.Helper()
+	var tok *authenticationv1.TokenRequest
+	var err error
+	for i := 0; i < 30; i++ { // the ServiceAccount may not be there for the API server yet
+		tok, err = wl.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))}}, metav1.CreateOptions{})
+		if err == nil {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if err != nil {
+		t.Fatalf("a token of %s/%s: %v", ns, sa, err)
+	}
+	kcfg, err := clientcmd.Load(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range kcfg.AuthInfos {
+		a.ClientCertificateData, a.ClientKeyData, a.Token = nil, nil, tok.Status.Token
+	}
+	if err := clientcmd.WriteToFile(*kcfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // podRunner runs the test's Pods: volfile with one PVC at /data, on a chosen worker.
