@@ -77,6 +77,7 @@ E2E_CLUSTERS := e2e-a e2e-b
 .PHONY: e2e
 e2e: ## Run the end-to-end suites on real local management clusters (root; builds what is missing).
 	bash hack/toolchain.sh all
+	bash hack/csi-sidecars.sh
 	@rc=0; bash hack/gotest.sh -tags e2e -count=1 -p 1 -timeout 60m -v $(GO_TEST_FLAGS) ./test/... || rc=$$?; \
 	for c in $(E2E_CLUSTERS); do bash hack/cluster down --name $$c >/dev/null 2>&1 || rc=1; done; \
 	if [[ $$rc -ne 0 ]]; then echo "e2e failed: artifacts in _artifacts/e2e/<suite>/ (docs/e2e.md)"; fi; exit $$rc
