@@ -133,7 +133,7 @@ func TestCredentialsMoveWithClusterctl(t *testing.T) {
 	_, c = preflight()
 	g.Expect(c.Passed).To(BeTrue(), c.Message)
 	g.Expect(c.LeftBehind).To(Equal([]climove.LeftBehind{{Kind: "Secret", Name: "shared", Reason: "read by what stays behind: Pod/web", OnTarget: true}}))
-	g.Expect(c.Message).To(Equal("1 move with the cluster, 1 left behind and present on the target"))
+	g.Expect(c.Message).To(Equal("1 move with the cluster; left behind, present on the target: Secret shared (read by what stays behind: Pod/web)"))
 
 	out, err := clusterctlMove(src, ns)
 	g.Expect(err).NotTo(HaveOccurred(), "clusterctl move:\n%s", out)

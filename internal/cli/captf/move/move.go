@@ -146,9 +146,11 @@ func checkSources(ctx context.Context, src, dst client.Client, namespace string,
 			behind = append(behind, lb)
 		}
 	}
-	var missing []string
+	var missing, present []string
 	for _, lb := range behind {
-		if !lb.OnTarget {
+		if lb.OnTarget {
+			present = append(present, fmt.Sprintf("%s %s (%s)", lb.Kind, lb.Name, lb.Reason))
+		} else {
 			missing = append(missing, fmt.Sprintf("%s %s (%s)", lb.Kind, lb.Name, lb.Reason))
 		}
 	}
@@ -158,8 +160,10 @@ func checkSources(ctx context.Context, src, dst client.Client, namespace string,
 		c.Message = fmt.Sprintf("move would take from what stays behind: %s; remove the label (kubectl label secret <name> -n %s %s-) or wait for the manager to", strings.Join(taken, "; "), namespace, clusterctlv1.ClusterctlMoveLabel)
 	case len(missing) > 0:
 		c.Message = fmt.Sprintf("left behind and missing on the target: %s; copy them to the target first", strings.Join(missing, "; "))
+	case len(present) > 0:
+		c.Message = fmt.Sprintf("%d move with the cluster; left behind, present on the target: %s", moving, strings.Join(present, "; "))
 	default:
-		c.Message = fmt.Sprintf("%d move with the cluster, %d left behind and present on the target", moving, len(behind))
+		c.Message = fmt.Sprintf("%d move with the cluster, none left behind", moving)
 	}
 	return c
 }
