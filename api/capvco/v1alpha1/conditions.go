@@ -93,6 +93,9 @@ const (
 	// GPUVendorUnsupportedReason: the vendor's device plugin does not ship yet, so the GPU is
 	// left out of the published capacity.
 	GPUVendorUnsupportedReason = "GPUVendorUnsupported"
+	// GPUAddonNotInstalledReason: the cluster's GPU add-on is none (or spec.addons.gpu is not
+	// set), so no device plugin advertises the GPU and it is left out of the published capacity.
+	GPUAddonNotInstalledReason = "GPUAddonNotInstalled"
 
 	// WaitingForControlPlaneReason: the workload cluster's kubeconfig Secret (written by Cluster
 	// API once the control plane is initialized) does not exist yet.

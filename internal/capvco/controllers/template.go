@@ -15,6 +15,7 @@ import (
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 	"github.com/capx-io/capx/internal/capvco/decide"
+	"github.com/capx-io/capx/internal/capvco/gpuaddon"
 )
 
 // templateReconciler publishes a VCOMachineTemplate's scale-from-zero capacity as the
@@ -27,6 +28,8 @@ func (r *templateReconciler) setup(mgr ctrl.Manager) error {
 	// cluster-name label).
 	return ctrl.NewControllerManagedBy(mgr).For(&capvcov1.VCOMachineTemplate{}).Named("VCOMachineTemplate").
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToTemplates(r.client))).
+		// A changed spec.addons.gpu changes what the cluster's GPU templates publish.
+		Watches(&capvcov1.VCOCluster{}, handler.EnqueueRequestsFromMapFunc(vcoClusterToTemplates(r.client))).
 		Complete(r)
 }
 
@@ -46,7 +49,11 @@ func (r *templateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	setTemplateCapacity(t)
+	addon, err := r.gpuAddon(ctx, t)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	setTemplateCapacity(t, addon)
 	return ctrl.Result{}, helper.Patch(ctx, t, patch.WithOwnedConditions{Conditions: []string{capvcov1.CapacityPublishedCondition}})
 }
 
@@ -69,9 +76,36 @@ func (r *templateReconciler) paused(ctx context.Context, t *capvcov1.VCOMachineT
 	return annotations.IsPaused(cluster, t), nil
 }
 
-// setTemplateCapacity is the template's pure setter.
-func setTemplateCapacity(t *capvcov1.VCOMachineTemplate) {
-	ann, reason, msg := decide.Capacity(t.Spec.Template.Spec)
+// gpuAddon is the GPU add-on of the cluster the template's cluster-name label names (its
+// VCOCluster's spec.addons.gpu). A template not labelled with a cluster, or whose cluster or
+// VCOCluster does not exist (yet), counts as gpuaddon.NVIDIA, the add-on's default.
+func (r *templateReconciler) gpuAddon(ctx context.Context, t *capvcov1.VCOMachineTemplate) (gpuaddon.Addon, error) {
+	name := t.Labels[clusterv1.ClusterNameLabel]
+	if name == "" {
+		return gpuaddon.NVIDIA, nil
+	}
+	c := &clusterv1.Cluster{}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: name}, c); err != nil {
+		return gpuaddon.NVIDIA, client.IgnoreNotFound(err)
+	}
+	ref := c.Spec.InfrastructureRef
+	if ref.Kind != "VCOCluster" || ref.Name == "" {
+		return gpuaddon.NVIDIA, nil
+	}
+	vc := &capvcov1.VCOCluster{}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: ref.Name}, vc); err != nil {
+		return gpuaddon.NVIDIA, client.IgnoreNotFound(err)
+	}
+	a, err := gpuaddon.Of(vc.Spec)
+	if err != nil {
+		return gpuaddon.None, nil // the CRD's enum refuses it; what is not nvidia advertises nothing
+	}
+	return a, nil
+}
+
+// setTemplateCapacity is the template's pure setter, for a cluster whose GPU add-on is addon.
+func setTemplateCapacity(t *capvcov1.VCOMachineTemplate, addon gpuaddon.Addon) {
+	ann, reason, msg := decide.Capacity(t.Spec.Template.Spec, addon)
 	if t.Annotations == nil {
 		t.Annotations = map[string]string{}
 	}
@@ -81,7 +115,7 @@ func setTemplateCapacity(t *capvcov1.VCOMachineTemplate) {
 		}
 	}
 	maps.Copy(t.Annotations, ann)
-	t.Status.Capacity = decide.CapacityResources(t.Spec.Template.Spec)
+	t.Status.Capacity = decide.CapacityResources(t.Spec.Template.Spec, addon)
 	t.Status.NodeInfo = capvcov1.NodeInfo{Architecture: "amd64", OperatingSystem: "linux"}
 	status := metav1.ConditionTrue
 	if reason != capvcov1.CapacityPublishedReason {

@@ -50,6 +50,17 @@ func clusterToTemplates(c client.Client) func(context.Context, client.Object) []
 	}
 }
 
+// vcoClusterToTemplates maps a VCOCluster to the templates labelled with its Cluster.
+func vcoClusterToTemplates(c client.Client) func(context.Context, client.Object) []reconcile.Request {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list capvcov1.VCOMachineTemplateList
+		if !listSameCluster(ctx, c, o, &list) {
+			return nil
+		}
+		return requests(list.Items)
+	}
+}
+
 func listSameCluster(ctx context.Context, c client.Client, o client.Object, list client.ObjectList) bool {
 	name := o.GetLabels()[clusterv1.ClusterNameLabel]
 	if name == "" {

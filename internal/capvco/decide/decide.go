@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
+	"github.com/capx-io/capx/internal/capvco/gpuaddon"
 	"github.com/capx-io/capx/internal/capvco/names"
 	"github.com/capx-io/capx/internal/vco"
 )
@@ -205,12 +206,11 @@ const (
 	CapacityGPU     = "capacity.cluster-autoscaler.kubernetes.io/gpu-count"
 )
 
-// gpuResources are the device-plugin resources of the vendors whose plugin ships.
-var gpuResources = map[string]string{"nvidia": "nvidia.com/gpu"}
-
-// Capacity is what a machine template publishes for scale from zero, and, when the GPU is
-// left out, the reason and message why.
-func Capacity(spec capvcov1.VCOMachineSpec) (annotations map[string]string, reason, message string) {
+// Capacity is what a machine template publishes for scale from zero in a cluster whose GPU
+// add-on is addon, and, when the GPU is left out, the reason and message why. The GPU resource
+// is gpuaddon.Resource's: the one the add-on's device plugin advertises on the machine's node,
+// or none, so the autoscaler never counts a GPU no node will show.
+func Capacity(spec capvcov1.VCOMachineSpec, addon gpuaddon.Addon) (annotations map[string]string, reason, message string) {
 	annotations = map[string]string{
 		CapacityCPU:    strconv.Itoa(int(spec.VCPUs)),
 		CapacityMemory: resource.NewQuantity(int64(spec.MemoryMiB)*1024*1024, resource.BinarySI).String(),
@@ -221,11 +221,14 @@ func Capacity(spec capvcov1.VCOMachineSpec) (annotations map[string]string, reas
 	case g.ProfileID != "":
 		reason = capvcov1.GPUProfilePinnedReason
 		message = fmt.Sprintf("gpu.profileId %q pins a profile, which names no vendor: the GPU is left out of the scale-from-zero capacity, so this pool does not scale up from zero for a GPU pod. Set gpu.vendor instead", g.ProfileID)
-	case gpuResources[g.Vendor] == "":
+	case !strings.EqualFold(g.Vendor, string(gpuaddon.NVIDIA)):
 		reason = capvcov1.GPUVendorUnsupportedReason
 		message = fmt.Sprintf("the %s device plugin does not ship yet: the GPU is left out of the scale-from-zero capacity", g.Vendor)
+	case gpuaddon.Resource(addon, g) == "":
+		reason = capvcov1.GPUAddonNotInstalledReason
+		message = fmt.Sprintf("the cluster's GPU add-on is %s (spec.addons.gpu), so no device plugin advertises the GPU: it is left out of the scale-from-zero capacity. Set spec.addons.gpu.addon to nvidia", addon)
 	default:
-		annotations[CapacityGPUType] = gpuResources[g.Vendor]
+		annotations[CapacityGPUType] = gpuaddon.Resource(addon, g)
 		annotations[CapacityGPU] = strconv.Itoa(GPUCount(g))
 	}
 	return annotations, reason, message
@@ -233,9 +236,9 @@ func Capacity(spec capvcov1.VCOMachineSpec) (annotations map[string]string, reas
 
 // CapacityResources is a template's status.capacity, the shape CAPI's InfraMachineTemplate
 // contract gives the cluster autoscaler for scale from zero: cpu, memory, ephemeral-storage (the
-// boot disk) and, for a vendor whose device plugin ships, its GPU resource. What Capacity leaves
-// out of the annotations (a pinned profile, an unsupported vendor) is left out here too.
-func CapacityResources(spec capvcov1.VCOMachineSpec) corev1.ResourceList {
+// boot disk) and the GPU resource the cluster's add-on advertises. What Capacity leaves out of
+// the annotations (a pinned profile, an unsupported vendor, add-on none) is left out here too.
+func CapacityResources(spec capvcov1.VCOMachineSpec, addon gpuaddon.Addon) corev1.ResourceList {
 	out := corev1.ResourceList{
 		corev1.ResourceCPU:    *resource.NewQuantity(int64(spec.VCPUs), resource.DecimalSI),
 		corev1.ResourceMemory: *resource.NewQuantity(int64(spec.MemoryMiB)*1024*1024, resource.BinarySI),
@@ -243,8 +246,8 @@ func CapacityResources(spec capvcov1.VCOMachineSpec) corev1.ResourceList {
 	if spec.BootDiskGiB > 0 {
 		out[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(int64(spec.BootDiskGiB)*1024*1024*1024, resource.BinarySI)
 	}
-	if g := spec.GPU; g != nil && g.ProfileID == "" && gpuResources[g.Vendor] != "" {
-		out[corev1.ResourceName(gpuResources[g.Vendor])] = *resource.NewQuantity(int64(GPUCount(g)), resource.DecimalSI)
+	if r := gpuaddon.Resource(addon, spec.GPU); r != "" && spec.GPU.ProfileID == "" {
+		out[corev1.ResourceName(r)] = *resource.NewQuantity(int64(GPUCount(spec.GPU)), resource.DecimalSI)
 	}
 	return out
 }

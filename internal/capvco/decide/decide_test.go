@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
+	"github.com/capx-io/capx/internal/capvco/gpuaddon"
 	"github.com/capx-io/capx/internal/vco"
 )
 
@@ -72,26 +73,38 @@ func TestGPUProfile(t *testing.T) {
 	}
 }
 
+// TestCapacity: the published GPU resource is the one the cluster's GPU add-on advertises
+// (gpuaddon.Resource), so the autoscaler's template node and a real node agree; every GPU left
+// out says why.
 func TestCapacity(t *testing.T) {
 	base := capvcov1.VCOMachineSpec{VCPUs: 8, MemoryMiB: 32768}
 	for _, tc := range []struct {
 		gpu     *capvcov1.GPUSpec
+		addon   gpuaddon.Addon
 		reason  string
 		gpuType string
 		count   string
 	}{
-		{nil, capvcov1.CapacityPublishedReason, "", ""},
-		{&capvcov1.GPUSpec{Vendor: "nvidia", Count: 2}, capvcov1.CapacityPublishedReason, "nvidia.com/gpu", "2"},
-		{&capvcov1.GPUSpec{Vendor: "nvidia"}, capvcov1.CapacityPublishedReason, "nvidia.com/gpu", "1"},
-		{&capvcov1.GPUSpec{ProfileID: "p"}, capvcov1.GPUProfilePinnedReason, "", ""},
-		{&capvcov1.GPUSpec{Vendor: "amd"}, capvcov1.GPUVendorUnsupportedReason, "", ""},
+		{nil, gpuaddon.NVIDIA, capvcov1.CapacityPublishedReason, "", ""},
+		{nil, gpuaddon.None, capvcov1.CapacityPublishedReason, "", ""},
+		{&capvcov1.GPUSpec{Vendor: "nvidia", Count: 2}, gpuaddon.NVIDIA, capvcov1.CapacityPublishedReason, gpuaddon.ResourceName, "2"},
+		{&capvcov1.GPUSpec{Vendor: "NVIDIA"}, gpuaddon.NVIDIA, capvcov1.CapacityPublishedReason, gpuaddon.ResourceName, "1"},
+		{&capvcov1.GPUSpec{Vendor: "nvidia", Count: 2}, gpuaddon.None, capvcov1.GPUAddonNotInstalledReason, "", ""},
+		{&capvcov1.GPUSpec{ProfileID: "p"}, gpuaddon.NVIDIA, capvcov1.GPUProfilePinnedReason, "", ""},
+		{&capvcov1.GPUSpec{Vendor: "amd"}, gpuaddon.NVIDIA, capvcov1.GPUVendorUnsupportedReason, "", ""},
 	} {
 		spec := base
 		spec.GPU = tc.gpu
-		ann, reason, msg := Capacity(spec)
+		ann, reason, msg := Capacity(spec, tc.addon)
+		if tc.gpuType != "" && tc.gpuType != gpuaddon.Resource(tc.addon, tc.gpu) {
+			t.Errorf("Capacity(%+v, %s) publishes %s, the device plugin advertises %q", tc.gpu, tc.addon, tc.gpuType, gpuaddon.Resource(tc.addon, tc.gpu))
+		}
+		if tc.reason == capvcov1.GPUAddonNotInstalledReason && !strings.Contains(msg, "spec.addons.gpu.addon to nvidia") {
+			t.Errorf("add-on none: the message does not say what to do: %s", msg)
+		}
 		if reason != tc.reason || ann[CapacityGPUType] != tc.gpuType || ann[CapacityGPU] != tc.count ||
 			ann[CapacityCPU] != "8" || ann[CapacityMemory] != "32Gi" {
-			t.Errorf("Capacity(%+v) = %v, %s", tc.gpu, ann, reason)
+			t.Errorf("Capacity(%+v, %s) = %v, %s", tc.gpu, tc.addon, ann, reason)
 		}
 		if (reason == capvcov1.CapacityPublishedReason) != (msg == "") {
 			t.Errorf("Capacity(%+v) message %q with reason %s", tc.gpu, msg, reason)
@@ -120,18 +133,20 @@ func TestMeshPairs(t *testing.T) {
 func TestCapacityResources(t *testing.T) {
 	base := capvcov1.VCOMachineSpec{VCPUs: 4, MemoryMiB: 8192, BootDiskGiB: 40}
 	for _, tc := range []struct {
-		gpu  *capvcov1.GPUSpec
-		want map[string]string
+		gpu   *capvcov1.GPUSpec
+		addon gpuaddon.Addon
+		want  map[string]string
 	}{
-		{nil, map[string]string{"cpu": "4", "memory": "8Gi", "ephemeral-storage": "40Gi"}},
-		{&capvcov1.GPUSpec{Vendor: "nvidia", Count: 2}, map[string]string{"cpu": "4", "memory": "8Gi", "ephemeral-storage": "40Gi", "nvidia.com/gpu": "2"}},
-		{&capvcov1.GPUSpec{ProfileID: "p"}, map[string]string{"cpu": "4", "memory": "8Gi", "ephemeral-storage": "40Gi"}},
-		{&capvcov1.GPUSpec{Vendor: "amd"}, map[string]string{"cpu": "4", "memory": "8Gi", "ephemeral-storage": "40Gi"}},
+		{nil, gpuaddon.NVIDIA, map[string]string{"cpu": "4", "memory": "8Gi", "ephemeral-storage": "40Gi"}},
+		{&capvcov1.GPUSpec{Vendor: "nvidia", Count: 2}, gpuaddon.NVIDIA, map[string]string{"cpu": "4", "memory": "8Gi", "ephemeral-storage": "40Gi", gpuaddon.ResourceName: "2"}},
+		{&capvcov1.GPUSpec{Vendor: "nvidia", Count: 2}, gpuaddon.None, map[string]string{"cpu": "4", "memory": "8Gi", "ephemeral-storage": "40Gi"}},
+		{&capvcov1.GPUSpec{Vendor: "nvidia", ProfileID: "p"}, gpuaddon.NVIDIA, map[string]string{"cpu": "4", "memory": "8Gi", "ephemeral-storage": "40Gi"}},
+		{&capvcov1.GPUSpec{Vendor: "amd"}, gpuaddon.NVIDIA, map[string]string{"cpu": "4", "memory": "8Gi", "ephemeral-storage": "40Gi"}},
 	} {
 		spec := base
 		spec.GPU = tc.gpu
 		got := map[string]string{}
-		for k, v := range CapacityResources(spec) {
+		for k, v := range CapacityResources(spec, tc.addon) {
 			got[string(k)] = v.String()
 		}
 		if !maps.Equal(got, tc.want) {

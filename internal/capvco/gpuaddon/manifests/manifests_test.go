@@ -86,7 +86,7 @@ func TestNoneRendersNothing(t *testing.T) {
 // device plugin advertises, so a Pod asking for it fits the autoscaler's template node and the
 // real node alike.
 func TestScaleFromZeroAgrees(t *testing.T) {
-	ann, reason, msg := decide.Capacity(capvcov1.VCOMachineSpec{VCPUs: 8, MemoryMiB: 32768, GPU: &capvcov1.GPUSpec{Vendor: "nvidia", Count: 2}})
+	ann, reason, msg := decide.Capacity(capvcov1.VCOMachineSpec{VCPUs: 8, MemoryMiB: 32768, GPU: &capvcov1.GPUSpec{Vendor: "nvidia", Count: 2}}, gpuaddon.NVIDIA)
 	if ann[decide.CapacityGPUType] != gpuaddon.ResourceName || ann[decide.CapacityGPU] != "2" {
 		t.Fatalf("published capacity %v (%s: %s), the device plugin advertises %s", ann, reason, msg, gpuaddon.ResourceName)
 	}
