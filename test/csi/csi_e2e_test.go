@@ -21,12 +21,14 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,8 +68,9 @@ var snapshotGVK = schema.GroupVersionKind{Group: "snapshot.storage.k8s.io", Vers
 // real external-provisioner, external-attacher, csi-snapshotter and snapshot-controller, for
 // the real kubelets of three simulated VMs (a control plane and two workers) whose disks are
 // loop devices the simulator's attach links by serial into the VM's by-id folder. A Pod writes
-// to a PVC on one worker; deleted, it is recreated on the other worker and reads the data
-// back (the disk detached from the first VM and attached to the second by the attacher); a
+// to a PVC on one worker and keeps it in use; the worker drained (cordoned, the Pod evicted),
+// the Pod is recreated on the other worker and reads the data back (the kubelet unmounted the
+// volume, the attacher detached the disk from the first VM and attached it to the second); a
 // VolumeSnapshot of the PVC restores into a new PVC with the same data; an encrypted PVC's
 // data is not on its raw device in plain (or, on a kernel without dm-crypt, the Pod is refused
 // with that reason); deleting the PVCs and the snapshot leaves no disk, snapshot or disk file.
@@ -380,12 +383,10 @@ func TestVolumesOnRealKubelets(t *testing.T) {
 	marker := "capx-csi-e2e " + randomHex(t)
 	pods := podRunner{t: t, ctx: ctx, wl: wl, image: img.Ref, wait: wait}
 
-	// A PVC written on one worker.
+	// A PVC written on one worker by a Pod that keeps it in use.
 	start := time.Now()
 	createPVC(t, ctx, wl, "data", plainClass, nil)
-	if out := pods.run("writer", workers[0], "data", "write", "/data/marker", marker); !strings.Contains(out, "wrote") {
-		t.Fatalf("the writer printed %q", out)
-	}
+	pods.hold("writer", workers[0], "data", "/data/marker", marker)
 	pv := boundPV(t, ctx, wl, "data")
 	_, dataDisk, err := csi.ParseVolumeID(pv.Spec.CSI.VolumeHandle)
 	if err != nil {
@@ -403,17 +404,23 @@ func TestVolumesOnRealKubelets(t *testing.T) {
 		t.Errorf("the plain disk %d does not hold the marker on its raw device: the raw check below could not fail", dataDisk)
 	}
 
-	// The Pod moves: deleted, recreated on the other worker, it reads what it wrote.
+	// The worker is drained as kubectl drain does (cordon, then evict): the Pod, its volume
+	// still mounted, goes, and recreated on the other worker it reads what it wrote.
 	start = time.Now()
-	pods.delete("writer")
+	setUnschedulable(t, ctx, wl, workers[0], true)
+	if err := wl.PolicyV1().Evictions(podNS).Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "writer", Namespace: podNS}}); err != nil {
+		t.Fatalf("evicting the writer: %v", err)
+	}
+	pods.gone("writer")
 	if out := pods.run("reader", workers[1], "data", "read", "/data/marker"); out != marker {
 		t.Fatalf("the reader on %s read %q, want %q", workers[1], out, marker)
 	}
 	if vm := diskVM(sim, dataDisk); vm != vms[workers[1]] {
 		t.Errorf("disk %d is on VM %d after the move, want %s's %d", dataDisk, vm, workers[1], vms[workers[1]])
 	}
-	t.Logf("the Pod moved from %s to %s and read its data %.0fs after the first one's deletion", workers[0], workers[1], time.Since(start).Seconds())
+	t.Logf("%s drained: the Pod moved to %s and read its data %.0fs after the eviction", workers[0], workers[1], time.Since(start).Seconds())
 	pods.delete("reader")
+	setUnschedulable(t, ctx, wl, workers[0], false)
 
 	// A snapshot of the PVC restores into a new PVC with the same data.
 	start = time.Now()
@@ -589,6 +596,29 @@ func (r podRunner) create(name, node, pvc string, args ...string) {
 	}
 }
 
+// hold creates a Pod that writes text and keeps running, and waits until it has written.
+func (r podRunner) hold(name, node, pvc, path, text string) {
+	r.t.Helper()
+	r.create(name, node, pvc, "hold", path, text)
+	r.wait(5*time.Minute, "pod "+name+" running on "+node+" and written", func() error {
+		p, err := r.wl.CoreV1().Pods(podNS).Get(r.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != corev1.PodRunning {
+			if p.Status.Phase != corev1.PodPending {
+				return stop{fmt.Errorf("phase %s", p.Status.Phase)}
+			}
+			return fmt.Errorf("phase %s; events: %s", p.Status.Phase, podEvents(r.ctx, r.wl, name))
+		}
+		logs, err := r.wl.CoreV1().Pods(podNS).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(r.ctx)
+		if err != nil || !strings.Contains(string(logs), "wrote") {
+			return fmt.Errorf("not written yet: %q %v", logs, err)
+		}
+		return nil
+	})
+}
+
 // run creates the Pod, waits for it to succeed and returns its output.
 func (r podRunner) run(name, node, pvc string, args ...string) string {
 	r.t.Helper()
@@ -623,6 +653,12 @@ func (r podRunner) delete(name string) {
 	if err := r.wl.CoreV1().Pods(podNS).Delete(r.ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		r.t.Fatal(err)
 	}
+	r.gone(name)
+}
+
+// gone waits until the Pod is gone.
+func (r podRunner) gone(name string) {
+	r.t.Helper()
 	r.wait(3*time.Minute, "pod "+name+" gone", func() error {
 		_, err := r.wl.CoreV1().Pods(podNS).Get(r.ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -633,6 +669,15 @@ func (r podRunner) delete(name string) {
 		}
 		return errors.New("still there")
 	})
+}
+
+// setUnschedulable cordons or uncordons a Node.
+func setUnschedulable(t *testing.T, ctx context.Context, wl kubernetes.Interface, node string, on bool) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, on)
+	if _, err := wl.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("cordon %s=%t: %v", node, on, err)
+	}
 }
 
 func podEvents(ctx context.Context, wl kubernetes.Interface, pod string) string {

@@ -3,13 +3,16 @@
 // whether data written on one node is there on another, or in a restored snapshot.
 //
 //	volfile write /data/marker "some text"
+//	volfile hold /data/marker "some text"   # writes, then keeps the volume in use until SIGTERM
 //	volfile read /data/marker
 package main
 
 import (
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 )
 
 func main() {
@@ -23,6 +26,15 @@ func run(args []string) error {
 	switch {
 	case len(args) == 3 && args[0] == "write":
 		return write(args[1], args[2])
+	case len(args) == 3 && args[0] == "hold":
+		if err := write(args[1], args[2]); err != nil {
+			return err
+		}
+		// A running workload: its volume stays mounted until the Pod is stopped (a drain).
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+		<-sig
+		return nil
 	case len(args) == 2 && args[0] == "read":
 		b, err := os.ReadFile(args[1])
 		if err != nil {
@@ -31,7 +43,7 @@ func run(args []string) error {
 		_, err = os.Stdout.Write(b)
 		return err
 	}
-	return fmt.Errorf("usage: volfile write PATH TEXT | volfile read PATH (got %q)", args)
+	return fmt.Errorf("usage: volfile write|hold PATH TEXT | volfile read PATH (got %q)", args)
 }
 
 // write leaves the text on the disk, not only in the page cache: the test reads the raw
