@@ -47,6 +47,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		client: metadataCached{Client: mgr.GetClient(), cache: mgr.GetCache()}, reader: mgr.GetAPIReader(),
 		recorder: mgr.GetEventRecorderFor("captf"), clock: clock.RealClock{}, opts: opts.Engine,
 	}
+	if err := indexSecretLabels(ctx, mgr); err != nil {
+		return err
+	}
 	e.leases = leases.New(e.client, e.reader, e.clock)
 	e.states = newStateCache()
 	e.refusals = newRefusals()
@@ -238,7 +241,10 @@ func (c metadataCached) Get(ctx context.Context, key client.ObjectKey, obj clien
 }
 
 func (c metadataCached) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if _, ok := list.(*metav1.PartialObjectMetadataList); ok {
+	if m, ok := list.(*metav1.PartialObjectMetadataList); ok {
+		if m.GroupVersionKind() == corev1.SchemeGroupVersion.WithKind("SecretList") {
+			opts = indexedSecretList(opts)
+		}
 		return c.cache.List(ctx, list, opts...)
 	}
 	return c.Client.List(ctx, list, opts...)

@@ -75,8 +75,9 @@ func BenchmarkSteadyState(b *testing.B) {
 	b.Logf("created %d machines from the template in %s", n-1, time.Since(start).Round(time.Millisecond))
 
 	// Wait until every machine is Ready and the manager has stopped writing.
-	g.Eventually(func() int { return fleetReady(ns) }, 10*time.Minute, time.Second).Should(Equal(n), "every machine Ready")
-	b.Logf("all %d machines Ready after %s, %d manager writes", n, time.Since(start).Round(time.Millisecond), writes.count())
+	waitFleet(b, "machines Ready", n, fleetTimeout(n, 10*time.Minute), time.Second, n, func() int { return fleetReady(ns) })
+	bringUp := time.Since(start)
+	b.Logf("all %d machines Ready after %s, %d manager writes", n, bringUp.Round(time.Millisecond), writes.count())
 	g.Eventually(func() bool { before := writes.count(); time.Sleep(3 * time.Second); return writes.count() == before },
 		2*time.Minute).Should(BeTrue(), "the manager stops writing once every machine is Ready")
 	if got := jobsIn(b, ns); got != 2 {
@@ -87,7 +88,7 @@ func BenchmarkSteadyState(b *testing.B) {
 	rssBefore := vmRSS(b)
 	reconciles := reconcileTotal(b)
 	round := 0
-	began := time.Now()
+	began, cpuBefore := time.Now(), processCPU(b)
 	for b.Loop() {
 		// A change of the TerraformCluster brings back every machine of its cluster (they take
 		// its exports): one write by the test, n reconciles by the manager.
@@ -95,17 +96,26 @@ func BenchmarkSteadyState(b *testing.B) {
 		patch := []byte(`{"metadata":{"labels":{"bench.capx.test/round":"` + strconv.Itoa(round) + `"}}}`)
 		g.Expect(env.Client.Patch(ctx, tc, client.RawPatch("application/merge-patch+json", patch))).To(Succeed())
 		want := reconciles + float64(round*n)
-		g.Eventually(func() bool { return reconcileTotal(b) >= want && queueIdle(b) }, 5*time.Minute, 20*time.Millisecond).
-			Should(BeTrue(), "every TerraformMachine reconciled")
+		waitFleet(b, fmt.Sprintf("round %d: machines reconciled", round), n, fleetTimeout(n, 5*time.Minute), 20*time.Millisecond, n, func() int {
+			if left := want - reconcileTotal(b); left > 0 || !queueIdle(b) {
+				return n - int(max(left, 1))
+			}
+			return n
+		})
 	}
-	elapsed := time.Since(began)
+	elapsed, cpu := time.Since(began), processCPU(b)-cpuBefore
 	b.StopTimer()
 	done := reconcileTotal(b) - reconciles
 	b.ReportMetric(done/elapsed.Seconds(), "reconciles/s")
 	b.ReportMetric(float64(writes.count()), "writes")
 	b.ReportMetric(float64(vmRSS(b))/(1<<20), "rss-MiB")
-	b.Logf("%d machines, %d rounds: %.0f reconciles in %s; manager writes %d %v; RSS %d MiB before, %d MiB after",
-		n, round, done, elapsed.Round(time.Millisecond), writes.count(), writes.seen(), rssBefore>>20, vmRSS(b)>>20)
+	reads, top := writes.liveReads()
+	b.ReportMetric(float64(reads)/done, "live-reads/reconcile")
+	b.ReportMetric(elapsed.Seconds()/float64(round), "s/round")
+	b.ReportMetric(float64(cpu.Microseconds())/1000/done, "cpu-ms/reconcile")
+	b.ReportMetric(bringUp.Seconds(), "s/bring-up")
+	b.Logf("%d machines, %d rounds: %.0f reconciles in %s (%.2f ms CPU each); manager writes %d %v; live reads %d %v; RSS %d MiB before, %d MiB after",
+		n, round, done, elapsed.Round(time.Millisecond), float64(cpu.Microseconds())/1000/done, writes.count(), writes.seen(), reads, top, rssBefore>>20, vmRSS(b)>>20)
 	if writes.count() != 0 {
 		b.Errorf("the manager wrote %d times in steady state: %v", writes.count(), writes.seen())
 	}
@@ -370,6 +380,28 @@ type writeCounter struct {
 	n     atomic.Int64
 	mu    sync.Mutex
 	paths map[string]int
+	reads map[string]int // live reads (not watches) by route, names replaced by {name}
+}
+
+// readRoute is a read's route with the namespace and name replaced, and whether it selects by
+// label: "list secrets ?labelSelector" is what a reconcile costs the API server per object.
+func readRoute(req *http.Request) string {
+	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	verb := "list"
+	for i := 0; i < len(parts); i++ {
+		if parts[i] == "namespaces" && i+1 < len(parts) {
+			parts[i+1] = "{ns}"
+			if i+3 < len(parts) {
+				parts[i+3], verb = "{name}", "get"
+			}
+			break
+		}
+	}
+	route := verb + " " + strings.Join(parts, "/")
+	if req.URL.Query().Has("labelSelector") {
+		route += " ?labelSelector"
+	}
+	return route
 }
 
 func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
@@ -381,6 +413,13 @@ func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 				w.paths = map[string]int{}
 			}
 			w.paths[req.Method+" "+req.URL.Path]++
+			w.mu.Unlock()
+		} else if req.Method == http.MethodGet && req.URL.Query().Get("watch") != "true" {
+			w.mu.Lock()
+			if w.reads == nil {
+				w.reads = map[string]int{}
+			}
+			w.reads[readRoute(req)]++
 			w.mu.Unlock()
 		}
 		return rt.RoundTrip(req)
@@ -394,6 +433,26 @@ func (w *writeCounter) reset() {
 	defer w.mu.Unlock()
 	w.n.Store(0)
 	w.paths = nil
+	w.reads = nil
+}
+
+// liveReads is the number of reads sent to the API server since the last reset, and the five
+// most frequent routes.
+func (w *writeCounter) liveReads() (int, []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	total := 0
+	routes := make([]string, 0, len(w.reads))
+	for r, n := range w.reads {
+		total += n
+		routes = append(routes, r)
+	}
+	slices.SortFunc(routes, func(a, b string) int { return w.reads[b] - w.reads[a] })
+	out := make([]string, 0, 5)
+	for _, r := range routes[:min(5, len(routes))] {
+		out = append(out, fmt.Sprintf("%s ×%d", r, w.reads[r]))
+	}
+	return total, out
 }
 
 // seen lists up to 10 of the written paths with their counts.
