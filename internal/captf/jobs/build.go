@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/captf/contract"
@@ -187,6 +188,9 @@ func Build(p Params) *batchv1.Job {
 	labels := p.Owner.Labels()
 	labels[captfv1.OperationLabel] = p.Op
 	labels[captfv1.AttemptLabel] = strconv.Itoa(p.Attempt)
+	if p.Owner.WatchFilter != "" {
+		labels[clusterv1.WatchLabel] = p.Owner.WatchFilter
+	}
 	annotations := map[string]string{}
 	if p.InputsHash != "" {
 		annotations[captfv1.InputsHashAnnotation] = p.InputsHash

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/yaml"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
@@ -312,4 +313,20 @@ func TestBuildSecretEnv(t *testing.T) {
 	args := Build(p).Spec.Template.Spec.Containers[0].Args
 	g.Expect(args).To(ContainElement("--secret-env=DB_CONN"))
 	g.Expect(args).NotTo(ContainElement("--secret-env=HTTPS_PROXY"))
+}
+
+// TestBuildWatchFilter: the Job of an object a --watch-filter manager serves carries the
+// object's watch-filter label, so that manager sees the Job's events; other Jobs carry none.
+func TestBuildWatchFilter(t *testing.T) {
+	g := NewWithT(t)
+	p := params()[contract.OpApply]
+	g.Expect(Build(p).Labels).NotTo(HaveKey(clusterv1.WatchLabel))
+	p.Owner.WatchFilter = "tenant-a"
+	g.Expect(Build(p).Labels).To(HaveKeyWithValue(clusterv1.WatchLabel, "tenant-a"))
+
+	tm := &captfv1.TerraformMachine{}
+	tm.Labels = map[string]string{clusterv1.WatchLabel: "tenant-a"}
+	o, err := OwnerOf(tm, "c1")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(o.WatchFilter).To(Equal("tenant-a"))
 }

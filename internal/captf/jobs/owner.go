@@ -29,6 +29,10 @@ type Owner struct {
 	UID types.UID
 	// ClusterName is the CAPI Cluster the object belongs to.
 	ClusterName string
+	// WatchFilter is the object's cluster.x-k8s.io/watch-filter label: a manager started with
+	// --watch-filter gets the events of labelled objects only, so its Jobs carry it too (without
+	// it a finished Job was seen at the next recheck, a minute later, not at once).
+	WatchFilter string
 }
 
 // OwnerOf returns the Owner of a TerraformCluster, TerraformMachine or TerraformMachinePool.
@@ -48,6 +52,7 @@ func OwnerOf(obj client.Object, clusterName string) (Owner, error) {
 	}
 	return Owner{
 		Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID(), ClusterName: clusterName,
+		WatchFilter: obj.GetLabels()[clusterv1.WatchLabel],
 	}, nil
 }
 
