@@ -19,6 +19,7 @@ import (
 	"github.com/capx-io/capx/internal/capi"
 	"github.com/capx-io/capx/internal/capvco/decide"
 	"github.com/capx-io/capx/internal/capvco/gpu"
+	"github.com/capx-io/capx/internal/capvco/gpuaddon"
 	"github.com/capx-io/capx/internal/capvco/gpuname"
 	"github.com/capx-io/capx/internal/capvco/names"
 	"github.com/capx-io/capx/internal/capvco/platform"
@@ -300,7 +301,10 @@ func (r *machineProvider) userData(ctx context.Context, p *machinePass, wait fun
 		wait(capvcov1.WaitingForBootstrapDataReason, fmt.Sprintf("bootstrap data Secret %s has no key value", key.Name), waitPoll)
 		return nil, nil
 	}
-	userData, err := userdata.Build(data, string(secret.Data["format"]), p.m.Spec.GPU)
+	// The node joins with the labels the cluster's GPU add-on selects it by; an add-on the CRD
+	// would refuse labels nothing (AddonsReady reports it).
+	addon, _ := gpuaddon.Of(p.obs.where.cluster.Spec)
+	userData, err := userdata.Build(data, string(secret.Data["format"]), p.m.Spec.GPU, gpuaddon.NodeLabels(addon, p.m.Spec.GPU))
 	if err != nil {
 		// A fixed spec comes as an event, fixed data does not.
 		wait(capvcov1.BootstrapDataUnsupportedReason, err.Error(), unsupportedPoll)

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
+	"github.com/capx-io/capx/internal/capvco/gpuaddon"
 	"github.com/capx-io/capx/internal/capvco/names"
 	"github.com/capx-io/capx/internal/capvco/userdata"
 	"github.com/capx-io/capx/internal/testenv"
@@ -24,7 +25,7 @@ func TestGPUDriverVersionInUserData(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOptions{})
 	g := NewWithT(t)
-	_, vc := h.cluster("gpu", nil)
+	_, vc := h.cluster("gpu", func(vc *capvcov1.VCOCluster) { vc.Spec.Addons.GPU = &capvcov1.GPUAddonSpec{Addon: "nvidia"} })
 	waitFor(h, vc, time.Minute, "provisioned", provisionedCluster)
 	gpu := func(version string) func(*capvcov1.VCOMachine, *clusterv1.Machine) {
 		return func(m *capvcov1.VCOMachine, _ *clusterv1.Machine) {
@@ -61,8 +62,10 @@ func TestGPUDriverVersionInUserData(t *testing.T) {
 	}
 	g.Expect(userData).NotTo(HaveKey(names.VM("gpu-1")), "no VM for bootstrap data that cannot carry the driver")
 	g.Expect(userData[names.VM("md-0")]).To(Equal("#cloud-config\nhostname: md-0\n"), "a machine without a driver keeps its bootstrap data")
-	want, err := userdata.Build([]byte("#cloud-config\nhostname: gpu-0\n"), "cloud-config", withDriver.Spec.GPU)
+	want, err := userdata.Build([]byte("#cloud-config\nhostname: gpu-0\n"), "cloud-config", withDriver.Spec.GPU,
+		map[string]string{gpuaddon.AcceleratorLabel: "nvidia"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(userData[names.VM("gpu-0")]).To(Equal(string(want)), "the GPU machine's user_data carries the driver part")
 	g.Expect(userData[names.VM("gpu-0")]).To(ContainSubstring(`ubuntu-drivers install --gpgpu "nvidia:550-server"`))
+	g.Expect(userData[names.VM("gpu-0")]).To(ContainSubstring(`labels='cluster-api/accelerator=nvidia'`), "the GPU machine's node joins labelled for the nvidia add-on")
 }

@@ -1,11 +1,13 @@
-// Package userdata builds a VCOMachine's cloud-init user_data: the Machine's bootstrap data,
-// and, when spec.gpu.driverVersion asks for it, a second part that installs the NVIDIA driver,
-// the NVIDIA container toolkit and containerd's nvidia runtime on first boot.
+// Package userdata builds a VCOMachine's cloud-init user_data: the Machine's bootstrap data;
+// when the machine's node is to carry labels (the GPU add-on's cluster-api/accelerator), a part
+// that adds them to the kubelet's --node-labels before kubeadm starts it; and, when
+// spec.gpu.driverVersion asks for it, a part that installs the NVIDIA driver, the NVIDIA
+// container toolkit and containerd's nvidia runtime on first boot.
 //
 // The two travel as one MIME multipart document, which cloud-init splits into its parts: the
 // bootstrap data keeps its own type (cloud-config, a Jinja template of one, a shell script, a
-// boothook, or the parts of a multipart document of its own), and the driver part is a shell
-// script named 00-capvco-gpu-driver.sh. cloud-init runs the user scripts of an instance in name
+// boothook, or the parts of a multipart document of its own), and the label and driver parts
+// are shell scripts named 00-capvco-node-labels.sh and 00-capvco-gpu-driver.sh. cloud-init runs the user scripts of an instance in name
 // order in its final stage, after the packages module and before "runcmd" (where kubeadm runs),
 // so the node joins with the runtime configured.
 //
@@ -20,12 +22,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"mime/multipart"
 	"net/textproto"
 	"regexp"
+	"slices"
 	"strings"
 	"text/template"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 )
@@ -51,21 +57,44 @@ func ValidateDriverVersion(v string) error {
 }
 
 // Build returns the VM's user_data: the bootstrap data as is when the machine asks for no driver
-// install, else the bootstrap data and the driver part as one multipart document. format is the
-// bootstrap Secret's "format" key ("" or "cloud-config"; "ignition" cannot carry a driver part).
-func Build(bootstrap []byte, format string, gpu *capvcov1.GPUSpec) ([]byte, error) {
-	if gpu == nil || gpu.DriverVersion == "" {
+// install and its node for no labels, else the bootstrap data, the label part and the driver
+// part as one multipart document. format is the bootstrap Secret's "format" key ("" or
+// "cloud-config"; "ignition" cannot carry another part). nodeLabels are gpuaddon.NodeLabels'.
+func Build(bootstrap []byte, format string, gpu *capvcov1.GPUSpec, nodeLabels map[string]string) ([]byte, error) {
+	driver := gpu != nil && gpu.DriverVersion != ""
+	if !driver && len(nodeLabels) == 0 {
 		return bootstrap, nil
 	}
-	if err := ValidateDriverVersion(gpu.DriverVersion); err != nil {
-		return nil, err
+	if driver {
+		if err := ValidateDriverVersion(gpu.DriverVersion); err != nil {
+			return nil, err
+		}
 	}
 	if format != "" && format != "cloud-config" {
+		if !driver {
+			return nil, fmt.Errorf("bootstrap data format %q cannot carry the node labels %s the GPU add-on needs (only cloud-config can): add them to the kubelet's --node-labels in the bootstrap configuration, or set spec.addons.gpu.addon to none: %w", format, labelArg(nodeLabels), ErrUnsupported)
+		}
 		return nil, fmt.Errorf("bootstrap data format %q cannot carry the GPU driver install of spec.gpu.driverVersion (only cloud-config can): use an image with the driver and leave driverVersion empty: %w", format, ErrUnsupported)
 	}
 	parts, err := bootstrapParts(bootstrap)
 	if err != nil {
 		return nil, err
+	}
+	if len(nodeLabels) > 0 {
+		script, err := NodeLabelsScript(nodeLabels, KubeletDefaults)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, part{
+			header: textproto.MIMEHeader{
+				"Content-Type":        {`text/x-shellscript; charset="utf-8"`},
+				"Content-Disposition": {`attachment; filename="` + NodeLabelsScriptName + `"`},
+			},
+			body: script,
+		})
+	}
+	if !driver {
+		return writeMultipart(parts)
 	}
 	script, err := GPUScript(gpu.DriverVersion)
 	if err != nil {
@@ -80,6 +109,68 @@ func Build(bootstrap []byte, format string, gpu *capvcov1.GPUSpec) ([]byte, erro
 	})
 	return writeMultipart(parts)
 }
+
+// NodeLabelsScriptName is the label part's file name: it sorts before "runcmd", where kubeadm
+// starts the kubelet.
+const NodeLabelsScriptName = "00-capvco-node-labels.sh"
+
+// KubeletDefaults is the environment file kubeadm's kubelet unit reads KUBELET_EXTRA_ARGS from
+// (the Debian and RPM packages' 10-kubeadm.conf; /etc/default on Debian and Ubuntu images).
+const KubeletDefaults = "/etc/default/kubelet"
+
+// NodeLabelsScript is the first-boot script that adds labels to the kubelet's --node-labels in
+// file (KubeletDefaults): prepended to a KUBELET_EXTRA_ARGS the image sets, or a new one. The
+// kubelet merges repeated --node-labels flags, so labels kubeadm's own flags give stay.
+func NodeLabelsScript(labels map[string]string, file string) ([]byte, error) {
+	for k, v := range labels {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return nil, fmt.Errorf("node label %q: %s: %w", k, strings.Join(errs, "; "), ErrUnsupported)
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return nil, fmt.Errorf("node label %s value %q: %s: %w", k, v, strings.Join(errs, "; "), ErrUnsupported)
+		}
+	}
+	if !strings.HasPrefix(file, "/") || strings.ContainsAny(file, " '\"\n$`|") {
+		return nil, fmt.Errorf("kubelet environment file %q", file)
+	}
+	var b bytes.Buffer
+	err := labelsScript.Execute(&b, map[string]string{"File": file, "Labels": labelArg(labels)})
+	return b.Bytes(), err
+}
+
+// labelArg is --node-labels' value: key=value pairs in key order.
+func labelArg(labels map[string]string) string {
+	keys := slices.Sorted(maps.Keys(labels))
+	pairs := make([]string, len(keys))
+	for i, k := range keys {
+		pairs[i] = k + "=" + labels[k]
+	}
+	return strings.Join(pairs, ",")
+}
+
+var labelsScript = template.Must(template.New("labels").Parse(`#!/bin/sh
+# Written by CAPVCO: the kubelet registers its node with the labels {{.Labels}} (the GPU
+# add-on's device plugin selects the node by them, and cluster-autoscaler reads them as "this
+# node has a GPU"), before kubeadm starts it.
+set -eu
+f='{{.File}}'
+labels='{{.Labels}}'
+mkdir -p "$(dirname "$f")"
+if [ -f "$f" ] && grep -q '^KUBELET_EXTRA_ARGS=' "$f"; then
+	# The last assignment is the one that counts; its quotes, if any, go.
+	cur=$(sed -n 's/^KUBELET_EXTRA_ARGS=//p' "$f" | tail -n 1)
+	case "$cur" in
+	\"*\") cur=${cur#\"}; cur=${cur%\"} ;;
+	\'*\') cur=${cur#\'}; cur=${cur%\'} ;;
+	esac
+	{ grep -v '^KUBELET_EXTRA_ARGS=' "$f" || true; echo "KUBELET_EXTRA_ARGS=\"--node-labels=$labels${cur:+ $cur}\""; } >"$f.capvco"
+	cat "$f.capvco" >"$f"
+	rm -f "$f.capvco"
+else
+	echo "KUBELET_EXTRA_ARGS=\"--node-labels=$labels\"" >>"$f"
+fi
+echo "capvco-node-labels: --node-labels=$labels in $f" >&2
+`))
 
 // part is one MIME part: its headers and its raw body.
 type part struct {

@@ -7,7 +7,9 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/mail"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -61,7 +63,7 @@ func TestBuildWithoutDriverKeepsTheBootstrapData(t *testing.T) {
 		"gpu without driver": {Vendor: "nvidia", Count: 1},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got, err := Build([]byte(cloudConfig), "cloud-config", gpu)
+			got, err := Build([]byte(cloudConfig), "cloud-config", gpu, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +73,7 @@ func TestBuildWithoutDriverKeepsTheBootstrapData(t *testing.T) {
 		})
 	}
 	// Even data Build could not merge passes through untouched when nothing is merged.
-	got, err := Build([]byte("{\"ignition\":{}}"), "ignition", nil)
+	got, err := Build([]byte("{\"ignition\":{}}"), "ignition", nil, nil)
 	if err != nil || string(got) != "{\"ignition\":{}}" {
 		t.Errorf("ignition data without a driver: %q, %v", got, err)
 	}
@@ -94,7 +96,7 @@ func TestBuildAddsTheDriverPartAfterTheBootstrapData(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Build([]byte(tc.bootstrap), "cloud-config", gpu)
+			got, err := Build([]byte(tc.bootstrap), "cloud-config", gpu, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,7 +124,7 @@ func TestBuildAddsTheDriverPartAfterTheBootstrapData(t *testing.T) {
 					t.Errorf("the bootstrap's own parts changed: %+v", parts[:2])
 				}
 			}
-			again, _ := Build([]byte(tc.bootstrap), "", gpu)
+			again, _ := Build([]byte(tc.bootstrap), "", gpu, nil)
 			if !bytes.Equal(again, got) {
 				t.Errorf("Build is not deterministic")
 			}
@@ -180,7 +182,7 @@ func TestBuildRefusesWhatItCannotMerge(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Build([]byte(tc.bootstrap), tc.format, gpu(tc.version))
+			_, err := Build([]byte(tc.bootstrap), tc.format, gpu(tc.version), nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
@@ -196,7 +198,7 @@ func FuzzBuild(f *testing.F) {
 	f.Add([]byte("## template: jinja\n" + cloudConfig))
 	f.Add([]byte("Content-Type: multipart/mixed; boundary=\"XYZ\"\n\n--XYZ\nContent-Type: text/cloud-config\n\n#cloud-config\n--XYZ--\n"))
 	f.Fuzz(func(t *testing.T, bootstrap []byte) {
-		out, err := Build(bootstrap, "cloud-config", &capvcov1.GPUSpec{Count: 1, DriverVersion: "550"})
+		out, err := Build(bootstrap, "cloud-config", &capvcov1.GPUSpec{Count: 1, DriverVersion: "550"}, nil)
 		if err != nil {
 			if !errors.Is(err, ErrUnsupported) {
 				t.Fatalf("error is not ErrUnsupported: %v", err)
@@ -208,4 +210,92 @@ func FuzzBuild(f *testing.F) {
 			t.Fatalf("no driver part last: %+v", parts)
 		}
 	})
+}
+
+var accelerator = map[string]string{"cluster-api/accelerator": "nvidia"}
+
+// TestBuildLabelsTheNode: a machine whose node carries labels gets the label part after the
+// bootstrap data and before the driver part, both named to sort before cloud-init's runcmd
+// (where kubeadm starts the kubelet); ignition data cannot carry it and says what to do.
+func TestBuildLabelsTheNode(t *testing.T) {
+	for name, tc := range map[string]struct {
+		gpu   *capvcov1.GPUSpec
+		files []string
+	}{
+		"labels only":         {&capvcov1.GPUSpec{Vendor: "nvidia"}, []string{"bootstrap", NodeLabelsScriptName}},
+		"labels and a driver": {&capvcov1.GPUSpec{Vendor: "nvidia", DriverVersion: "550"}, []string{"bootstrap", NodeLabelsScriptName, GPUScriptName}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			doc, err := Build([]byte(cloudConfig), "cloud-config", tc.gpu, accelerator)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts := parse(t, doc)
+			var files []string
+			for _, p := range parts {
+				files = append(files, p.filename)
+			}
+			if strings.Join(files, " ") != strings.Join(tc.files, " ") || parts[0].body != cloudConfig {
+				t.Fatalf("parts %v", files)
+			}
+			if parts[1].mediaType != "text/x-shellscript" || !strings.Contains(parts[1].body, "--node-labels=$labels") ||
+				!strings.Contains(parts[1].body, "labels='cluster-api/accelerator=nvidia'") {
+				t.Errorf("label part %s:\n%s", parts[1].mediaType, parts[1].body)
+			}
+			for _, f := range files[1:] {
+				if f >= "runcmd" {
+					t.Errorf("%s runs after runcmd", f)
+				}
+			}
+		})
+	}
+	_, err := Build([]byte("{\"ignition\":{}}"), "ignition", &capvcov1.GPUSpec{Vendor: "nvidia"}, accelerator)
+	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "--node-labels") {
+		t.Errorf("ignition with labels: %v", err)
+	}
+	if _, err := NodeLabelsScript(map[string]string{"a b": "c"}, KubeletDefaults); err == nil {
+		t.Error("a label key with a space rendered")
+	}
+	if _, err := NodeLabelsScript(map[string]string{"k": "v;reboot"}, KubeletDefaults); err == nil {
+		t.Error("a label value with a semicolon rendered")
+	}
+}
+
+// TestNodeLabelsScriptRuns runs the label script with /bin/sh against the kubelet environment
+// files an image can have (none, Debian's empty KUBELET_EXTRA_ARGS=, one with flags of its own)
+// and reads KUBELET_EXTRA_ARGS back as systemd's EnvironmentFile would hand it to the kubelet.
+func TestNodeLabelsScriptRuns(t *testing.T) {
+	for name, tc := range map[string]struct{ before, want string }{
+		"no file":               {"", "--node-labels=cluster-api/accelerator=nvidia"},
+		"Debian's empty line":   {"KUBELET_EXTRA_ARGS=\n", "--node-labels=cluster-api/accelerator=nvidia"},
+		"flags of its own":      {"KUBELET_EXTRA_ARGS=\"--v=2 --node-labels=pool=gpu\"\n", "--node-labels=cluster-api/accelerator=nvidia --v=2 --node-labels=pool=gpu"},
+		"single-quoted flags":   {"KUBELET_EXTRA_ARGS='--v=2'\n", "--node-labels=cluster-api/accelerator=nvidia --v=2"},
+		"other variables first": {"FOO=bar\nKUBELET_EXTRA_ARGS=--v=2\n", "--node-labels=cluster-api/accelerator=nvidia --v=2"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			file := t.TempDir() + "/default/kubelet"
+			if tc.before != "" {
+				if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(file, []byte(tc.before), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			script, err := NodeLabelsScript(accelerator, file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command("/bin/sh", "-c", string(script)).CombinedOutput(); err != nil {
+				t.Fatalf("script: %v\n%s", err, out)
+			}
+			out, err := exec.Command("/bin/sh", "-c", `set -a; . "$1"; printf %s "$KUBELET_EXTRA_ARGS"`, "sh", file).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.TrimSpace(string(out)); got != tc.want {
+				t.Errorf("KUBELET_EXTRA_ARGS = %q, want %q", got, tc.want)
+			}
+		})
+	}
 }
