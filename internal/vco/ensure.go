@@ -70,10 +70,20 @@ func (c *Client) EnsureCloudspace(ctx context.Context, req CreateCloudspaceReque
 
 // EnsureVM returns the VM named req.Name in the cloudspace, creating it when absent.
 func (c *Client) EnsureVM(ctx context.Context, cloudspaceID string, req CreateVMRequest) (VM, bool, error) {
-	return ensure(
-		func() (VM, error) { return c.FindVM(ctx, cloudspaceID, req.Name) },
-		func() error { _, err := c.CreateVM(ctx, cloudspaceID, req); return err },
-	)
+	return c.EnsureVMListed(ctx, cloudspaceID, req, func(ctx context.Context) ([]VM, error) { return c.ListVMs(ctx, cloudspaceID, false) })
+}
+
+// EnsureVMListed is EnsureVM with the cloudspace's VM listing (without the recycle bin) read by
+// list, which may share one listing among callers that asked at the same time.
+func (c *Client) EnsureVMListed(ctx context.Context, cloudspaceID string, req CreateVMRequest, list func(context.Context) ([]VM, error)) (VM, bool, error) {
+	find := func() (VM, error) {
+		vms, err := list(ctx)
+		if err != nil {
+			return VM{}, err
+		}
+		return unique(vms, req.Name, "VM", func(v VM) (string, string) { return v.Name, fmt.Sprint(v.ID) })
+	}
+	return ensure(find, func() error { _, err := c.CreateVM(ctx, cloudspaceID, req); return err })
 }
 
 // EnsureServerPool returns the pool with this name, creating it when absent.

@@ -26,6 +26,7 @@ type Cloudspaces interface {
 type VMs interface {
 	CreateVM(ctx context.Context, cloudspaceID string, req CreateVMRequest) (int, error)
 	EnsureVM(ctx context.Context, cloudspaceID string, req CreateVMRequest) (VM, bool, error)
+	EnsureVMListed(ctx context.Context, cloudspaceID string, req CreateVMRequest, list func(context.Context) ([]VM, error)) (VM, bool, error)
 	FindVM(ctx context.Context, cloudspaceID, name string) (VM, error)
 	GetVM(ctx context.Context, cloudspaceID string, id int) (VM, error)
 	ListVMs(ctx context.Context, cloudspaceID string, includeDeleted bool) ([]VM, error)

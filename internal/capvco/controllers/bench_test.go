@@ -69,7 +69,7 @@ func BenchmarkMachinesToProvisioned(b *testing.B) {
 			machines[j] = h.machine("bench", fmt.Sprintf("w-%03d", j), false, nil)
 		}
 		var list capvcov1.VCOMachineList
-		g.Eventually(func() int {
+		waitMachines(b, "machines provisioned", n, scaledTimeout(n, 5*time.Minute), 200*time.Millisecond, n, func() int {
 			_ = env.Client.List(context.Background(), &list, client.InNamespace(h.ns))
 			done := 0
 			for k := range list.Items {
@@ -78,7 +78,7 @@ func BenchmarkMachinesToProvisioned(b *testing.B) {
 				}
 			}
 			return done
-		}, 5*time.Minute, 200*time.Millisecond).Should(Equal(n))
+		})
 		elapsed := time.Since(start)
 		b.StopTimer()
 
@@ -91,21 +91,22 @@ func BenchmarkMachinesToProvisioned(b *testing.B) {
 		b.ReportMetric(float64(len(reqs))/float64(n), "calls/machine")
 		b.ReportMetric(1, "min-calls/machine")
 		b.ReportMetric(2, "safe-min-calls/machine")
+		b.ReportMetric(float64(byRoute["GET /customers/{customer_id}/cloudspaces/{cloudspace_id}/vms"])/float64(n), "vm-lists/machine")
 		logRoutes(b, byRoute, n)
 
 		// Settled: every machine's status describes its current generation (writing the
 		// provider ID bumps it once, and the next reconcile records that), and the controllers
 		// have stopped writing.
-		g.Eventually(func() int {
+		waitMachines(b, "machines whose status describes their generation", n, scaledTimeout(n, 2*time.Minute), 200*time.Millisecond, n, func() int {
 			_ = env.Client.List(context.Background(), &list, client.InNamespace(h.ns))
-			behind := 0
+			current := 0
 			for k := range list.Items {
-				if list.Items[k].Status.ObservedGeneration != list.Items[k].Generation {
-					behind++
+				if list.Items[k].Status.ObservedGeneration == list.Items[k].Generation {
+					current++
 				}
 			}
-			return behind
-		}, 2*time.Minute, 200*time.Millisecond).Should(BeZero())
+			return current
+		})
 		for last := writes.n.Load(); ; {
 			time.Sleep(time.Second)
 			if now := writes.n.Load(); now == last {
@@ -122,7 +123,9 @@ func BenchmarkMachinesToProvisioned(b *testing.B) {
 		g.Expect(h.get(vc)).To(Succeed())
 		vc.Labels["bench/touch"] = strconv.Itoa(i)
 		g.Expect(env.Client.Update(context.Background(), vc)).To(Succeed())
-		g.Eventually(func() float64 { return reconciles(b, "VCOMachine") - r0 }, time.Minute, 100*time.Millisecond).Should(BeNumerically(">=", n))
+		waitMachines(b, "machines reconciled again", n, scaledTimeout(n, time.Minute), 100*time.Millisecond, n, func() int {
+			return int(reconciles(b, "VCOMachine") - r0)
+		})
 		time.Sleep(time.Second) // a write would follow its reconcile's reads within this
 		b.ReportMetric(float64(len(h.sim.Requests()))/float64(n), "steady-calls/machine")
 		mut, what := h.mutating()
@@ -133,6 +136,29 @@ func BenchmarkMachinesToProvisioned(b *testing.B) {
 			b.Fatalf("steady state made %d mutating calls %v and %d Kubernetes writes (last %v)", mut, what, kw, writes.what.Load())
 		}
 		h.stop()
+	}
+}
+
+// scaledTimeout is a wait chosen for 100 machines, in proportion for more
+// (CAPX_BENCH_MACHINES=1000 waits ten times as long).
+func scaledTimeout(n int, per100 time.Duration) time.Duration {
+	return per100 * time.Duration(max(n, 100)) / 100
+}
+
+// waitMachines polls measure until it reaches want; on timeout it fails with the figure it
+// measured last, so a run that does not finish still says how far it got.
+func waitMachines(b *testing.B, what string, n int, timeout, every time.Duration, want int, measure func() int) {
+	b.Helper()
+	start := time.Now()
+	for {
+		last := measure()
+		if last >= want {
+			return
+		}
+		if time.Since(start) > timeout {
+			b.Fatalf("%s: %d of %d after %s (timeout %s for %d machines)", what, last, want, time.Since(start).Round(time.Second), timeout, n)
+		}
+		time.Sleep(every)
 	}
 }
 

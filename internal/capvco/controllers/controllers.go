@@ -26,6 +26,7 @@ import (
 	"github.com/capx-io/capx/internal/capvco/dns"
 	"github.com/capx-io/capx/internal/capvco/health"
 	"github.com/capx-io/capx/internal/capvco/platform"
+	"github.com/capx-io/capx/internal/capvco/vm"
 	"github.com/capx-io/capx/internal/vco"
 	"github.com/capx-io/capx/internal/version"
 )
@@ -121,7 +122,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		opts.MachineResync = DefaultMachineResync
 	}
 	mp := &machineProvider{client: c, platform: opts.Platform, recorder: mgr.GetEventRecorderFor("vcomachine-controller"),
-		clock: opts.Clock, resync: opts.MachineResync}
+		clock: opts.Clock, resync: opts.MachineResync, listings: &vm.Listings{}}
 	if err := (&capi.Reconciler[*capvcov1.VCOMachine, *machineObserved]{
 		Client: c, Role: capi.InfraMachine, Finalizer: capvcov1.VCOMachineFinalizer,
 		New:             func() *capvcov1.VCOMachine { return &capvcov1.VCOMachine{} },

@@ -40,6 +40,9 @@ type machineProvider struct {
 	// band is reported. Between reads, reconciles (status patches, CAPI's Machine updates)
 	// use the VM status.vm recorded: they are not news about the platform.
 	resync time.Duration
+	// listings shares a cloudspace's VM listing among the machines that look their VM up at the
+	// same time (the lookups around a create); it keeps nothing between listings.
+	listings *vm.Listings
 }
 
 // DefaultMachineResync is the default Options.MachineResync.
@@ -274,7 +277,9 @@ func (r *machineProvider) createVM(ctx context.Context, p *machinePass) error {
 	for _, d := range m.Spec.DataDisksGiB {
 		disks = append(disks, int(d))
 	}
-	v, err := vm.Ensure(ctx, p.api, p.obs.csID, vco.CreateVMRequest{
+	// The machines of one cluster share its credential: they may share a listing.
+	key := string(where.cluster.UID) + "/" + where.cluster.Spec.CredentialsRef.Name + "/" + p.obs.csID
+	v, err := vm.Ensure(ctx, p.api, r.listings, key, p.obs.csID, vco.CreateVMRequest{
 		Name: names.VM(m.Name), Description: fmt.Sprintf("CAPVCO machine %s/%s", m.Namespace, m.Name), Hostname: m.Name,
 		VCPUs: int(m.Spec.VCPUs), MemoryMiB: int(m.Spec.MemoryMiB), ImageID: imageID, BootDiskGiB: int(m.Spec.BootDiskGiB),
 		DataDisksGiB: disks, UserData: string(userData),

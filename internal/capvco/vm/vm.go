@@ -18,7 +18,7 @@ import (
 
 // API is what this package calls.
 type API interface {
-	EnsureVM(ctx context.Context, cloudspaceID string, req vco.CreateVMRequest) (vco.VM, bool, error)
+	EnsureVMListed(ctx context.Context, cloudspaceID string, req vco.CreateVMRequest, list func(context.Context) ([]vco.VM, error)) (vco.VM, bool, error)
 	GetVM(ctx context.Context, cloudspaceID string, id int) (vco.VM, error)
 	ListVMs(ctx context.Context, cloudspaceID string, includeDeleted bool) ([]vco.VM, error)
 	StopVM(ctx context.Context, cloudspaceID string, id int, force bool) error
@@ -50,9 +50,14 @@ func Get(ctx context.Context, api API, cloudspaceID string, knownID int) (vco.VM
 	return v, err
 }
 
-// Ensure finds the VM named req.Name or creates it.
-func Ensure(ctx context.Context, api API, cloudspaceID string, req vco.CreateVMRequest) (vco.VM, error) {
-	v, created, err := api.EnsureVM(ctx, cloudspaceID, req)
+// Ensure finds the VM named req.Name or creates it. Its lookups by name read the cloudspace's
+// listing through listings under key (the cloudspace and its credential), shared with the
+// machines that look up at the same time.
+func Ensure(ctx context.Context, api API, listings *Listings, key, cloudspaceID string, req vco.CreateVMRequest) (vco.VM, error) {
+	list := func(ctx context.Context) ([]vco.VM, error) {
+		return listings.List(ctx, key, func(ctx context.Context) ([]vco.VM, error) { return api.ListVMs(ctx, cloudspaceID, false) })
+	}
+	v, created, err := api.EnsureVMListed(ctx, cloudspaceID, req, list)
 	if err != nil {
 		return vco.VM{}, fmt.Errorf("ensure VM %s: %w", req.Name, err)
 	}

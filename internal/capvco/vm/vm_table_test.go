@@ -84,12 +84,12 @@ func TestEnsure(t *testing.T) {
 				f.sim.Faults().Add(*tc.fault)
 			}
 			f.sim.ResetRequests()
-			v, err := vm.Ensure(context.Background(), f.api, f.cs, vco.CreateVMRequest{Name: "m", VCPUs: 1, MemoryMiB: 1024, ImageID: f.img})
+			v, err := vm.Ensure(context.Background(), f.api, &vm.Listings{}, f.cs, f.cs, vco.CreateVMRequest{Name: "m", VCPUs: 1, MemoryMiB: 1024, ImageID: f.img})
 			if err != nil && !strings.Contains(err.Error(), "502") {
 				t.Fatal(err)
 			}
 			if err != nil { // a create of unknown outcome: the next reconcile finds it by name
-				if v, err = vm.Ensure(context.Background(), f.api, f.cs, vco.CreateVMRequest{Name: "m", VCPUs: 1, MemoryMiB: 1024, ImageID: f.img}); err != nil {
+				if v, err = vm.Ensure(context.Background(), f.api, &vm.Listings{}, f.cs, f.cs, vco.CreateVMRequest{Name: "m", VCPUs: 1, MemoryMiB: 1024, ImageID: f.img}); err != nil {
 					t.Fatal(err)
 				}
 			}
