@@ -16,6 +16,7 @@ import (
 // and pools, and goes on as soon as the last one is gone, not at its next recheck a minute
 // later.
 func TestClusterDeletionFollowsItsDependents(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t)

@@ -19,6 +19,7 @@ import (
 // TestEndpointChangeIsReported: the endpoint the module chose is written once; when a later
 // apply makes the module report another one, spec keeps the first and OutputsValid says so.
 func TestEndpointChangeIsReported(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t)

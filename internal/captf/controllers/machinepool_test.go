@@ -20,6 +20,7 @@ import (
 // CAPTF claims the MachinePool's replicas and writes the observed count back; a foreign manager
 // of the replicas is followed and never overwritten.
 func TestMachinePoolScaling(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t)

@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,7 +28,26 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	parallelUnlessAsked(scenarioParallel)
 	os.Exit(testenv.Run(m, testenv.Options{ControllerManager: true}, &env))
+}
+
+// scenarioParallel is how many scenario tests run at once unless -parallel says otherwise. A
+// scenario spends most of its time waiting (on the Job controller, the kubelet stand-in's poll,
+// the manager's watches): at go test's default, GOMAXPROCS (2 on CI), the package used under one
+// core of two. The scenarios share nothing but the API server (each has its own namespace,
+// manager and kubelet) and wait on what the manager does, never on a time bound; 4, not more,
+// so that each one's waits keep their margin on a loaded 2-core machine.
+const scenarioParallel = 4
+
+// parallelUnlessAsked sets -test.parallel to n when the command line did not set it.
+func parallelUnlessAsked(n int) {
+	asked := false
+	flag.Visit(func(f *flag.Flag) { asked = asked || f.Name == "test.parallel" })
+	if !asked {
+		_ = flag.Set("test.parallel", fmt.Sprint(n))
+	}
 }
 
 // moduleImages maps the module images the tests use to the offline test modules.

@@ -18,6 +18,7 @@ import (
 // TestVariablesSourcesAreWatched: an object waiting for its variablesFrom source has no
 // requeue; creating the source, and then fixing it, each bring the object back at once.
 func TestVariablesSourcesAreWatched(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t)
