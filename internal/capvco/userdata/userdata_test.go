@@ -198,7 +198,7 @@ func FuzzBuild(f *testing.F) {
 	f.Add([]byte("## template: jinja\n" + cloudConfig))
 	f.Add([]byte("Content-Type: multipart/mixed; boundary=\"XYZ\"\n\n--XYZ\nContent-Type: text/cloud-config\n\n#cloud-config\n--XYZ--\n"))
 	f.Fuzz(func(t *testing.T, bootstrap []byte) {
-		out, err := Build(bootstrap, "cloud-config", &capvcov1.GPUSpec{Count: 1, DriverVersion: "550"}, nil)
+		out, err := Build(bootstrap, "cloud-config", &capvcov1.GPUSpec{Count: 1, DriverVersion: "550"}, accelerator)
 		if err != nil {
 			if !errors.Is(err, ErrUnsupported) {
 				t.Fatalf("error is not ErrUnsupported: %v", err)
@@ -206,8 +206,8 @@ func FuzzBuild(f *testing.F) {
 			return
 		}
 		parts := parse(t, out)
-		if len(parts) < 2 || parts[len(parts)-1].filename != GPUScriptName {
-			t.Fatalf("no driver part last: %+v", parts)
+		if len(parts) < 3 || parts[len(parts)-1].filename != GPUScriptName || parts[len(parts)-2].filename != NodeLabelsScriptName {
+			t.Fatalf("not the label part then the driver part last: %+v", parts)
 		}
 	})
 }
