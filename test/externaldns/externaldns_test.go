@@ -24,6 +24,7 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -156,5 +157,75 @@ func TestRealExternalDNS(t *testing.T) {
 	run(true)
 	if got := platform(t, api); len(got) != 0 {
 		t.Fatalf("after the Service's deletion the platform still holds %v", got)
+	}
+}
+
+// TestRealExternalDNSIngress: the Ingress source, as the delivered add-on runs it (both sources,
+// the TXT registry, an owner id of the cluster's): an Ingress's host gets its A record on the
+// cloudspace whose public IP its status names, and loses it when the Ingress is deleted.
+func TestRealExternalDNSIngress(t *testing.T) {
+	bin := binary(t)
+	ctx := context.Background()
+	sim := vcosim.NewTestServer(t, vcosim.Options{})
+	api := vcotest.Client(t, sim, vcosim.SeedClusterPrinc)
+	csID, err := api.CreateCloudspace(ctx, vco.CreateCloudspaceRequest{Name: "edns-ingress", Location: vcosim.SeedLocation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cs vco.Cloudspace
+	for deadline := time.Now().Add(time.Minute); cs.ExternalNetworkIP == ""; time.Sleep(10 * time.Millisecond) {
+		if cs, err = api.GetCloudspace(ctx, csID); err != nil || time.Now().After(deadline) {
+			t.Fatalf("cloudspace %s has no public IP: %+v, %v", csID, cs, err)
+		}
+	}
+	p := &externaldns.Provider{API: api, Cloudspaces: []string{csID}, Filter: externaldns.DomainFilter{Include: []string{domain}}, Log: testr.New(t)}
+	webhook := httptest.NewServer(externaldns.Handler(p))
+	t.Cleanup(webhook.Close)
+
+	ns := "edns-ingress"
+	if err := env.Client.Create(ctx, testenv.Namespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	prefix := networkingv1.PathTypePrefix
+	ing := &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"},
+		Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: "shop." + domain, IngressRuleValue: networkingv1.IngressRuleValue{
+			HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: &prefix,
+				Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "shop", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}},
+	}
+	if err := env.Client.Create(ctx, ing); err != nil {
+		t.Fatal(err)
+	}
+	// What an ingress controller behind the CCM's load balancer writes: the cloudspace's address.
+	ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: cs.ExternalNetworkIP}}
+	if err := env.Client.Status().Update(ctx, ing); err != nil {
+		t.Fatal(err)
+	}
+	run := func() {
+		t.Helper()
+		cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(cctx, bin, "--once", "--kubeconfig="+env.KubeconfigPath, "--source=service", "--source=ingress",
+			"--namespace="+ns, "--provider=webhook", "--webhook-provider-url="+webhook.URL,
+			"--webhook-provider-read-timeout=10m", "--webhook-provider-write-timeout=10m",
+			"--registry=txt", "--txt-owner-id=capvco-"+ns+"-prod", "--policy=sync", "--domain-filter="+domain, "--log-level=debug").CombinedOutput()
+		if err != nil {
+			t.Fatalf("external-dns --once: %v\n%s", err, out)
+		}
+	}
+	run()
+	recs, err := api.ListCloudspaceDNSRecords(ctx, csID)
+	if err != nil || !slices.ContainsFunc(recs, func(r vco.DNSRecord) bool { return r.Domain == "shop."+domain && r.Type == "A" }) {
+		t.Fatalf("the Ingress's A record is not on the cloudspace: %+v, %v (customer records %v)", recs, err, platform(t, api))
+	}
+	if !slices.ContainsFunc(platform(t, api), func(r string) bool { return strings.HasSuffix(r, " TXT") }) {
+		t.Fatalf("no ownership TXT record: %v", platform(t, api))
+	}
+	if err := env.Client.Delete(ctx, ing); err != nil {
+		t.Fatal(err)
+	}
+	run()
+	if got := platform(t, api); len(got) != 0 {
+		t.Fatalf("after the Ingress's deletion the platform still holds %v", got)
 	}
 }
