@@ -50,6 +50,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := indexSecretLabels(ctx, mgr); err != nil {
 		return err
 	}
+	if err := indexCredentials(ctx, mgr); err != nil {
+		return err
+	}
 	e.leases = leases.New(e.client, e.reader, e.clock)
 	e.states = newStateCache()
 	e.refusals = newRefusals()

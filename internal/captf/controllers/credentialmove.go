@@ -20,10 +20,14 @@ import (
 // without credentials on the target. Only the Secret's metadata is read and patched. It never
 // fails the pass: a Secret left unlabelled is what `kubectl captf move preflight` reports.
 func (r *provider[T]) labelCredentials(ctx context.Context, p *pass[T]) error {
-	name := r.credentialsSecret(p)
-	if name == "" {
-		return nil
+	for _, name := range credentialsToLabel(p.owner.Kind, p.spec, p.scope.Object, p.tfCluster) {
+		r.labelCredential(ctx, p, name)
 	}
+	return nil
+}
+
+// labelCredential decides and writes the move label of one credentials Secret.
+func (r *provider[T]) labelCredential(ctx context.Context, p *pass[T], name string) {
 	log := ctrl.LoggerFrom(ctx).WithValues("secret", name)
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
@@ -31,16 +35,16 @@ func (r *provider[T]) labelCredentials(ctx context.Context, p *pass[T]) error {
 		if !apierrors.IsNotFound(err) {
 			log.Error(err, "Reading the credentials Secret for clusterctl move failed")
 		}
-		return nil
+		return
 	}
-	uses, err := movelabel.Uses(ctx, r.client, r.reader, p.owner.Namespace, name)
+	uses, err := movelabel.Uses(ctx, r.client, r.reader, p.owner.Namespace, name, true)
 	if err != nil {
 		log.Error(err, "Finding what reads the credentials Secret failed; its clusterctl move label is left as it is")
-		return nil
+		return
 	}
 	d := decide.CredentialMoveOf(movelabel.Input(meta, uses))
 	if d.Action == decide.MoveLabelKeep {
-		return nil
+		return
 	}
 	patched := meta.DeepCopy()
 	labels, annotations := patched.GetLabels(), patched.GetAnnotations()
@@ -63,8 +67,8 @@ func (r *provider[T]) labelCredentials(ctx context.Context, p *pass[T]) error {
 	patched.SetAnnotations(annotations)
 	if err := r.client.Patch(ctx, patched, client.MergeFromWithOptions(meta, client.MergeFromWithOptimisticLock{})); err != nil {
 		log.Error(err, "Updating the credentials Secret's clusterctl move label failed")
-		return nil
+		return
 	}
 	r.recorder.Eventf(p.scope.Object, corev1.EventTypeNormal, "CredentialsMoveLabel", "Credentials Secret %s %s", name, what)
-	return nil
+	return
 }

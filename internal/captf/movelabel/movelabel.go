@@ -22,7 +22,14 @@ import (
 // read with objects, and Pods that mount it or take variables from it, read with pods. The
 // Pods of CAPTF's own Jobs (labelled with the owner kind) are not counted: they stop before a
 // move (block-move) and never move themselves.
-func Uses(ctx context.Context, objects, pods client.Reader, namespace, secret string) ([]decide.SecretUse, error) {
+//
+// indexed says objects is a cache with CredentialsIndex registered, so only the Secret's readers
+// are read; otherwise (the plugin's live reads) the namespace's objects are listed.
+func Uses(ctx context.Context, objects, pods client.Reader, namespace, secret string, indexed bool) ([]decide.SecretUse, error) {
+	opts := []client.ListOption{client.InNamespace(namespace)}
+	if indexed {
+		opts = append(opts, client.MatchingFields{CredentialsIndex: secret})
+	}
 	var uses []decide.SecretUse
 	add := func(kind string, o metav1.Object, ref *corev1.LocalObjectReference) {
 		if ref != nil && ref.Name == secret {
@@ -30,7 +37,7 @@ func Uses(ctx context.Context, objects, pods client.Reader, namespace, secret st
 		}
 	}
 	clusters := &captfv1.TerraformClusterList{}
-	if err := objects.List(ctx, clusters, client.InNamespace(namespace)); err != nil {
+	if err := objects.List(ctx, clusters, opts...); err != nil {
 		return nil, fmt.Errorf("list TerraformClusters: %w", err)
 	}
 	for i := range clusters.Items {
@@ -41,14 +48,14 @@ func Uses(ctx context.Context, objects, pods client.Reader, namespace, secret st
 		}
 	}
 	machines := &captfv1.TerraformMachineList{}
-	if err := objects.List(ctx, machines, client.InNamespace(namespace)); err != nil {
+	if err := objects.List(ctx, machines, opts...); err != nil {
 		return nil, fmt.Errorf("list TerraformMachines: %w", err)
 	}
 	for i := range machines.Items {
 		add("TerraformMachine", &machines.Items[i], machines.Items[i].Spec.CredentialsRef)
 	}
 	pools := &captfv1.TerraformMachinePoolList{}
-	if err := objects.List(ctx, pools, client.InNamespace(namespace)); err != nil {
+	if err := objects.List(ctx, pools, opts...); err != nil {
 		return nil, fmt.Errorf("list TerraformMachinePools: %w", err)
 	}
 	for i := range pools.Items {
@@ -128,4 +135,31 @@ func Input(s metav1.Object, uses []decide.SecretUse) decide.CredentialMoveInput 
 		in.Owners = append(in.Owners, ref.Kind+"/"+ref.Name)
 	}
 	return in
+}
+
+// CredentialsIndex is the field index of CAPTF objects by the credential Secrets their spec names
+// (CredentialsNamed).
+const CredentialsIndex = "captf.io/credentials-secrets"
+
+// CredentialsNamed lists the credential Secrets a CAPTF object's spec names: spec.credentialsRef,
+// and a TerraformCluster's spec.defaults.credentialsRef.
+func CredentialsNamed(o client.Object) []string {
+	var names []string
+	add := func(ref *corev1.LocalObjectReference) {
+		if ref != nil && ref.Name != "" && (len(names) == 0 || names[0] != ref.Name) {
+			names = append(names, ref.Name)
+		}
+	}
+	switch obj := o.(type) {
+	case *captfv1.TerraformCluster:
+		add(obj.Spec.CredentialsRef)
+		if obj.Spec.Defaults != nil {
+			add(obj.Spec.Defaults.CredentialsRef)
+		}
+	case *captfv1.TerraformMachine:
+		add(obj.Spec.CredentialsRef)
+	case *captfv1.TerraformMachinePool:
+		add(obj.Spec.CredentialsRef)
+	}
+	return names
 }

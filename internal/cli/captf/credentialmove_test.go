@@ -86,7 +86,7 @@ func TestCredentialsMoveWithClusterctl(t *testing.T) {
 		t.Helper()
 		s := &corev1.Secret{}
 		g.Expect(src.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s)).To(Succeed())
-		uses, err := movelabel.Uses(ctx, src.Client, src.Client, ns, name)
+		uses, err := movelabel.Uses(ctx, src.Client, src.Client, ns, name, false)
 		g.Expect(err).NotTo(HaveOccurred())
 		return decide.CredentialMoveOf(movelabel.Input(s, uses))
 	}

@@ -116,7 +116,7 @@ func checkSources(ctx context.Context, src, dst client.Client, namespace string,
 				_, labelled := meta.GetLabels()[clusterctlv1.ClusterctlMoveLabel]
 				reason = fmt.Sprintf("it has no %s label", clusterctlv1.ClusterctlMoveLabel)
 				if kind == "Secret" {
-					uses, err := movelabel.Uses(ctx, src, src, namespace, n)
+					uses, err := movelabel.Uses(ctx, src, src, namespace, n, false)
 					if err != nil {
 						return climove.Check{Name: name, Message: fmt.Sprintf("find what reads Secret %s: %v", key, err)}
 					}
