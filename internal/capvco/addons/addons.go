@@ -41,6 +41,7 @@ import (
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 	"github.com/capx-io/capx/internal/capvco/decide"
+	"github.com/capx-io/capx/internal/manifest"
 )
 
 // Addon is one component the manager installs into the workload clusters that want it.
@@ -172,4 +173,16 @@ type SecretCopy struct {
 	// be (the same token, or client id and secret): the SR-IOV agent's credential lands on every
 	// worker, so the cluster's own is refused there under any name.
 	NotSameAs string
+}
+
+// renderedObjects reads an add-on's rendered manifests (what its Render returned) as objects.
+func renderedObjects(stream []byte, err error) ([]*unstructured.Unstructured, error) {
+	if err != nil {
+		return nil, err
+	}
+	objs, err := manifest.Objects(stream)
+	if err != nil {
+		return nil, fmt.Errorf("the rendered manifests: %w", err)
+	}
+	return objs, nil
 }

@@ -1,11 +1,8 @@
 package addons
 
 import (
-	"fmt"
-
 	ccmconfig "github.com/capx-io/capx/internal/capvco/ccm/config"
 	ccmmanifests "github.com/capx-io/capx/internal/capvco/ccm/manifests"
-	"github.com/capx-io/capx/internal/manifest"
 	"github.com/capx-io/capx/internal/vco"
 )
 
@@ -48,12 +45,9 @@ func (CloudControllerManager) Render(s Settings) (Rendered, error) {
 		Cluster: ccmconfig.Cluster{Namespace: vc.Namespace, Name: s.ClusterName}, Sites: sites, LoadBalancer: lb,
 		Platform: ccmconfig.Platform{AllowHTTP: s.Platform.AllowHTTP, AllowedHosts: s.Platform.AllowedHosts},
 	})
+	objs, err := renderedObjects(stream, err)
 	if err != nil {
 		return Rendered{}, err
-	}
-	objs, err := manifest.Objects(stream)
-	if err != nil {
-		return Rendered{}, fmt.Errorf("the rendered manifests: %w", err)
 	}
 	return Rendered{Objects: objs, Secrets: []SecretCopy{{
 		Namespace: "kube-system", Name: CCMCredentialsSecret, From: from, Field: field,

@@ -7,7 +7,6 @@ import (
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 	csiconfig "github.com/capx-io/capx/internal/capvco/csi/config"
 	csimanifests "github.com/capx-io/capx/internal/capvco/csi/manifests"
-	"github.com/capx-io/capx/internal/manifest"
 	"github.com/capx-io/capx/internal/vco"
 )
 
@@ -72,12 +71,9 @@ func (CSIDriver) Render(s Settings) (Rendered, error) {
 			Field: "spec.encryption.vaultTokenSecretRef", Keys: []string{"token"}, Required: []string{"token"}})
 	}
 	stream, err := csimanifests.Render(o)
+	objs, err := renderedObjects(stream, err)
 	if err != nil {
 		return Rendered{}, err
-	}
-	objs, err := manifest.Objects(stream)
-	if err != nil {
-		return Rendered{}, fmt.Errorf("the rendered manifests: %w", err)
 	}
 	return Rendered{Objects: objs, Secrets: secrets}, nil
 }

@@ -6,7 +6,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	ednsmanifests "github.com/capx-io/capx/internal/capvco/externaldns/manifests"
-	"github.com/capx-io/capx/internal/manifest"
 	"github.com/capx-io/capx/internal/vco"
 )
 
@@ -65,13 +64,5 @@ func (ExternalDNS) Render(s Settings) (Rendered, error) {
 }
 
 func externalDNSObjects(o ednsmanifests.Options) ([]*unstructured.Unstructured, error) {
-	stream, err := ednsmanifests.Render(o)
-	if err != nil {
-		return nil, err
-	}
-	objs, err := manifest.Objects(stream)
-	if err != nil {
-		return nil, fmt.Errorf("the rendered manifests: %w", err)
-	}
-	return objs, nil
+	return renderedObjects(ednsmanifests.Render(o))
 }

@@ -1,13 +1,10 @@
 package addons
 
 import (
-	"fmt"
-
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/capx-io/capx/internal/capvco/gpuaddon"
 	gpumanifests "github.com/capx-io/capx/internal/capvco/gpuaddon/manifests"
-	"github.com/capx-io/capx/internal/manifest"
 )
 
 // devicePluginComponent names NVIDIA's device plugin image for --capvco-addon-image.
@@ -45,13 +42,5 @@ func (GPU) Render(s Settings) (Rendered, error) {
 var gpuKinds = mustKinds(gpuObjects(gpumanifests.DefaultDevicePluginImage))
 
 func gpuObjects(image string) ([]*unstructured.Unstructured, error) {
-	stream, err := gpumanifests.Render(gpumanifests.Options{Addon: gpuaddon.NVIDIA, DevicePluginImage: image})
-	if err != nil {
-		return nil, err
-	}
-	objs, err := manifest.Objects(stream)
-	if err != nil {
-		return nil, fmt.Errorf("the rendered manifests: %w", err)
-	}
-	return objs, nil
+	return renderedObjects(gpumanifests.Render(gpumanifests.Options{Addon: gpuaddon.NVIDIA, DevicePluginImage: image}))
 }

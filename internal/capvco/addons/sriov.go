@@ -8,7 +8,6 @@ import (
 
 	"github.com/capx-io/capx/internal/capvco/sriov"
 	sriovmanifests "github.com/capx-io/capx/internal/capvco/sriov/manifests"
-	"github.com/capx-io/capx/internal/manifest"
 	"github.com/capx-io/capx/internal/vco"
 )
 
@@ -63,13 +62,5 @@ func (SRIOVAgent) Render(s Settings) (Rendered, error) {
 }
 
 func sriovObjects(o sriovmanifests.Options) ([]*unstructured.Unstructured, error) {
-	stream, err := sriovmanifests.Render(o)
-	if err != nil {
-		return nil, err
-	}
-	objs, err := manifest.Objects(stream)
-	if err != nil {
-		return nil, fmt.Errorf("the rendered manifests: %w", err)
-	}
-	return objs, nil
+	return renderedObjects(sriovmanifests.Render(o))
 }
