@@ -28,26 +28,13 @@ import (
 // bootstrap Secret starts when it appears.
 type bootstrapCache struct{ cache.Cache }
 
-// GetCache makes the manager start it with the other caches, before the controllers.
-func (c bootstrapCache) GetCache() cache.Cache { return c.Cache }
-
 func newBootstrapCache(mgr ctrl.Manager, namespace string) (bootstrapCache, error) {
 	named, err := labels.NewRequirement(clusterv1.ClusterNameLabel, selection.Exists, nil)
 	if err != nil {
 		return bootstrapCache{}, err
 	}
-	opts := cache.Options{
-		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultLabelSelector: labels.NewSelector().Add(*named),
-	}
-	if namespace != "" {
-		opts.DefaultNamespaces = map[string]cache.Config{namespace: {}}
-	}
-	c, err := cache.New(mgr.GetConfig(), opts)
-	if err != nil {
-		return bootstrapCache{}, err
-	}
-	return bootstrapCache{c}, mgr.Add(bootstrapCache{c})
+	c, err := newSelectedCache(mgr, namespace, labels.NewSelector().Add(*named))
+	return bootstrapCache{c}, err
 }
 
 // bootstrapConsumer is a CAPI object that names a bootstrap data Secret and the infrastructure

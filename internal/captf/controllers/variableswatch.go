@@ -27,23 +27,32 @@ import (
 // waiting for its inputs has no requeue).
 type variablesCache struct{ cache.Cache }
 
-// GetCache makes the manager start it with the other caches, before the controllers.
-func (c variablesCache) GetCache() cache.Cache { return c.Cache }
-
 func newVariablesCache(mgr ctrl.Manager, namespace string) (variablesCache, error) {
+	c, err := newSelectedCache(mgr, namespace, labels.SelectorFromSet(labels.Set{captfv1.VariablesLabel: "true"}))
+	return variablesCache{c}, err
+}
+
+// newSelectedCache builds a cache of its own for the objects a label selector picks (in namespace, or
+// everywhere), added to the manager so that it starts with the other caches.
+func newSelectedCache(mgr ctrl.Manager, namespace string, selector labels.Selector) (cache.Cache, error) {
 	opts := cache.Options{
 		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{captfv1.VariablesLabel: "true"}),
+		DefaultLabelSelector: selector,
 	}
 	if namespace != "" {
 		opts.DefaultNamespaces = map[string]cache.Config{namespace: {}}
 	}
 	c, err := cache.New(mgr.GetConfig(), opts)
 	if err != nil {
-		return variablesCache{}, err
+		return nil, err
 	}
-	return variablesCache{c}, mgr.Add(variablesCache{c})
+	return c, mgr.Add(startsWithCaches{c})
 }
+
+// startsWithCaches makes the manager start a cache with its own, before the controllers.
+type startsWithCaches struct{ cache.Cache }
+
+func (c startsWithCaches) GetCache() cache.Cache { return c.Cache }
 
 // watchVariables brings back the objects of a kind whose spec.variablesFrom names a ConfigMap
 // or Secret that changed.
