@@ -63,15 +63,7 @@ func TestCommand(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	creds := filepath.Join(dir, "credentials")
-	if err := os.Mkdir(creds, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for k, val := range map[string]string{vco.SecretKeyURL: apiURL, vco.SecretKeyCustomer: vcosim.SeedCustomer, vco.SecretKeyJWT: tok} {
-		if err := os.WriteFile(filepath.Join(creds, k), []byte(val), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	creds := vcotest.CredentialsDir(t, filepath.Join(dir, "credentials"), apiURL, tok)
 	cloudConfig := filepath.Join(dir, "cloud-config.yaml")
 	if err := os.WriteFile(cloudConfig, []byte("credentialsDir: "+creds+"\ncluster: {namespace: team-a, name: cmd}\nsites: [{name: primary, location: "+vcosim.SeedLocation+"}]\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -31,15 +31,7 @@ func TestControllerPrivateCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	creds := filepath.Join(dir, "credentials")
-	if err := os.Mkdir(creds, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for k, val := range map[string]string{vco.SecretKeyURL: apiURL, vco.SecretKeyCustomer: vcosim.SeedCustomer, vco.SecretKeyJWT: tok} {
-		if err := os.WriteFile(filepath.Join(creds, k), []byte(val), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	creds := vcotest.CredentialsDir(t, filepath.Join(dir, "credentials"), apiURL, tok)
 	cfg := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfg, []byte("credentialsDir: "+creds+"\ncluster: {namespace: team-a, name: c}\nsites: [{name: primary, location: "+
 		vcosim.SeedLocation+"}]\nencryption: {vaultMode: none}\n"), 0o600); err != nil {

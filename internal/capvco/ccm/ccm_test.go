@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -73,16 +72,11 @@ func newCluster(t *testing.T, name string) *cluster {
 	}
 	c.img = img.ID
 
-	dir := t.TempDir()
 	tok, err := c.sim.Token(vcosim.SeedClusterPrinc, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range map[string]string{vco.SecretKeyURL: c.sim.APIURL(), vco.SecretKeyCustomer: vcosim.SeedCustomer, vco.SecretKeyJWT: tok} {
-		if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := vcotest.CredentialsDir(t, t.TempDir(), c.sim.APIURL(), tok)
 	cfg, err := config.Parse([]byte("credentialsDir: " + dir + "\ncluster: {namespace: team-a, name: " + name + "}\nsites: [{name: primary, location: " +
 		vcosim.SeedLocation + "}]\nloadBalancer: {healthCheckIntervalSeconds: 1}\n"))
 	if err != nil {
