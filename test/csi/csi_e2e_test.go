@@ -82,7 +82,10 @@ func TestVolumesOnRealKubelets(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	begin := time.Now()
-	root := repoRoot(t)
+	root, err := localcluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
 	requireSidecars(t, root)
 	if err := localcluster.DownPlatform(ctx, localcluster.PlatformOptions{Name: platformName}); err != nil {
 		t.Fatalf("an earlier run's platform: %v", err)
@@ -136,7 +139,7 @@ func TestVolumesOnRealKubelets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = deleteCluster(context.Background(), vc, csID) })
+	t.Cleanup(func() { _ = vcohost.DeleteCluster(context.Background(), vc, csID) })
 	cs, err := vc.GetCloudspace(ctx, csID)
 	if err != nil {
 		t.Fatal(err)
@@ -528,7 +531,7 @@ func TestVolumesOnRealKubelets(t *testing.T) {
 	t.Logf("snapshot and PVCs deleted, nothing left in the simulator, in %.0fs", time.Since(start).Seconds())
 
 	// The cluster goes as CAPVCO deletes it: nothing billed is left.
-	if err := deleteCluster(ctx, vc, csID); err != nil {
+	if err := vcohost.DeleteCluster(ctx, vc, csID); err != nil {
 		t.Fatal(err)
 	}
 	if billed := sim.Billed(); len(billed) > 0 {
@@ -891,26 +894,6 @@ func serveDriver(t *testing.T, d *csi.Driver, sock string) {
 		time.Sleep(25 * time.Millisecond)
 	}
 	t.Fatalf("the driver does not listen on %s", sock)
-}
-
-// deleteCluster deletes the cloudspace's VMs permanently, then the cloudspace.
-func deleteCluster(ctx context.Context, vc *vco.Client, csID string) error {
-	vms, err := vc.ListVMs(ctx, csID, true)
-	if errors.Is(err, vco.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, vm := range vms {
-		if err := vc.DeleteVM(ctx, csID, vm.ID, vco.DeleteVMOptions{Permanently: true}); err != nil && !errors.Is(err, vco.ErrNotFound) {
-			return fmt.Errorf("deleting VM %d: %w", vm.ID, err)
-		}
-	}
-	if err := vc.DeleteCloudspace(ctx, csID, true); err != nil && !errors.Is(err, vco.ErrNotFound) {
-		return fmt.Errorf("deleting cloudspace %s: %w", csID, err)
-	}
-	return nil
 }
 
 func writeFiles(t *testing.T, dir string, files map[string]string) {

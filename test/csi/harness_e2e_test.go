@@ -209,18 +209,6 @@ func volfileImage(t *testing.T, ctx context.Context, root string) images.Built {
 	return b
 }
 
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	if r := os.Getenv("CAPX_ROOT"); r != "" {
-		return r
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(wd, "..", "..")
-}
-
 // shortDir is a folder for unix sockets, whose paths the kernel limits to 107 bytes.
 func shortDir(t *testing.T) string {
 	t.Helper()

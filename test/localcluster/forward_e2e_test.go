@@ -29,7 +29,7 @@ func TestForwardReachesTheNamespace(t *testing.T) {
 	if _, err := run(ctx, "ip", "-n", ns, "link", "set", "lo", "up"); err != nil {
 		t.Fatal(err)
 	}
-	root, err := repoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,7 +79,7 @@ func resolve(o Options) (resolved, error) {
 	}
 	// The repository provides the default folders and the module that go build runs in; without
 	// it, explicit folders still work (go then runs in the current directory).
-	root, err := repoRoot()
+	root, err := RepoRoot()
 	if err != nil && (r.Dir == "" && os.Getenv("CAPX_CLUSTERS_DIR") == "" || r.BinDir == "") {
 		return r, err
 	}
@@ -105,9 +105,9 @@ func resolve(o Options) (resolved, error) {
 	return r, nil
 }
 
-// repoRoot finds the repository: $CAPX_ROOT, else the nearest parent of the working directory
+// RepoRoot finds the repository: $CAPX_ROOT, else the nearest parent of the working directory
 // whose go.mod declares this module.
-func repoRoot() (string, error) {
+func RepoRoot() (string, error) {
 	if root := os.Getenv("CAPX_ROOT"); root != "" {
 		return root, nil
 	}

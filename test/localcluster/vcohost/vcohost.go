@@ -19,8 +19,12 @@
 package vcohost
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net/netip"
 
+	"github.com/capx-io/capx/internal/vco"
 	"github.com/capx-io/capx/internal/vco/vcosim"
 	"github.com/capx-io/capx/test/localcluster"
 )
@@ -75,4 +79,24 @@ func (l LoadBalancers) Fronts() []netip.AddrPort {
 func (l LoadBalancers) Backends(front netip.AddrPort) []string {
 	b, _ := l.Sim.TCPLoadBalancerBackends(vcosim.LBFront{IP: front.Addr().String(), Port: int(front.Port())})
 	return b
+}
+
+// DeleteCluster deletes the cloudspace's VMs permanently, then the cloudspace.
+func DeleteCluster(ctx context.Context, vc *vco.Client, csID string) error {
+	vms, err := vc.ListVMs(ctx, csID, true)
+	if errors.Is(err, vco.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, vm := range vms {
+		if err := vc.DeleteVM(ctx, csID, vm.ID, vco.DeleteVMOptions{Permanently: true}); err != nil && !errors.Is(err, vco.ErrNotFound) {
+			return fmt.Errorf("deleting VM %d: %w", vm.ID, err)
+		}
+	}
+	if err := vc.DeleteCloudspace(ctx, csID, true); err != nil && !errors.Is(err, vco.ErrNotFound) {
+		return fmt.Errorf("deleting cloudspace %s: %w", csID, err)
+	}
+	return nil
 }

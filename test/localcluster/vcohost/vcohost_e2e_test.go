@@ -65,7 +65,10 @@ const (
 func TestSimulatedVMsBecomeARealCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
-	root := repoRoot(t)
+	root, err := localcluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := localcluster.DownPlatform(ctx, localcluster.PlatformOptions{Name: platformName}); err != nil {
 		t.Fatalf("an earlier run's platform: %v", err)
 	}
@@ -124,7 +127,7 @@ func TestSimulatedVMsBecomeARealCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	// After a failure: what the platform still holds goes, and with its VMs their machines.
-	t.Cleanup(func() { _ = deleteCluster(context.Background(), vc, csID) })
+	t.Cleanup(func() { _ = vcohost.DeleteCluster(context.Background(), vc, csID) })
 	cs, err := vc.GetCloudspace(ctx, csID)
 	if err != nil {
 		t.Fatal(err)
@@ -363,7 +366,7 @@ func TestSimulatedVMsBecomeARealCluster(t *testing.T) {
 
 	// Deleting the cluster as CAPVCO does (its VMs permanently, then the cloudspace) leaves
 	// nothing billed on the platform, and the control plane's machine powers off for good.
-	if err := deleteCluster(ctx, vc, csID); err != nil {
+	if err := vcohost.DeleteCluster(ctx, vc, csID); err != nil {
 		t.Fatal(err)
 	}
 	if billed := sim.Billed(); len(billed) > 0 {
@@ -378,26 +381,6 @@ func TestSimulatedVMsBecomeARealCluster(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-// deleteCluster deletes the cloudspace's VMs permanently, then the cloudspace.
-func deleteCluster(ctx context.Context, vc *vco.Client, csID string) error {
-	vms, err := vc.ListVMs(ctx, csID, true)
-	if errors.Is(err, vco.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, vm := range vms {
-		if err := vc.DeleteVM(ctx, csID, vm.ID, vco.DeleteVMOptions{Permanently: true}); err != nil && !errors.Is(err, vco.ErrNotFound) {
-			return fmt.Errorf("deleting VM %d: %w", vm.ID, err)
-		}
-	}
-	if err := vc.DeleteCloudspace(ctx, csID, true); err != nil && !errors.Is(err, vco.ErrNotFound) {
-		return fmt.Errorf("deleting cloudspace %s: %w", csID, err)
-	}
-	return nil
 }
 
 // stop is an error after which waiting longer is pointless.
@@ -560,16 +543,4 @@ func buildCCMImage(t *testing.T, ctx context.Context, root string) images.Built 
 		t.Fatal(err)
 	}
 	return b
-}
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	if r := os.Getenv("CAPX_ROOT"); r != "" {
-		return r
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(wd, "..", "..", "..")
 }
