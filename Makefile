@@ -35,9 +35,13 @@ build: ## Build every binary into bin/ (static, version-stamped).
 	  if [[ -d cmd/$$b ]]; then CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/$$b ./cmd/$$b; fi; \
 	done
 
+# Packages go test runs at once. Their tests mostly wait on their API servers, Jobs and
+# OpenTofu (a package used under half a core), so three share the two cores of CI well.
+TEST_PACKAGES_AT_ONCE ?= 3
+
 .PHONY: test
 test: toolchain ## Run every test (unit, envtest, real OpenTofu); builds the toolchain first if missing.
-	bash hack/gotest.sh -timeout 30m $(GO_TEST_FLAGS) ./...
+	bash hack/gotest.sh -timeout 30m -p $(TEST_PACKAGES_AT_ONCE) $(GO_TEST_FLAGS) ./...
 
 .PHONY: update-golden
 update-golden: ## Rewrite every golden file under testdata/ from the code (internal/testenv/golden), then review the diff.
@@ -69,18 +73,36 @@ verify: lint ## Lint, and fail if generated files or go.mod are out of date.
 	  echo "generated files or go.mod are out of date; run make generate and go mod tidy:"; \
 	  git status --porcelain -- api config go.mod go.sum; git diff --stat -- api config go.mod go.sum; exit 1; fi
 
-# The e2e packages run one after the other (-p 1): each brings up its own clusters, and two
-# packages at once would share the two cores. Whatever happens (a timeout kills the test binary
-# before its cleanup), the suites' clusters are taken down afterwards. See docs/e2e.md.
+# make e2e runs the e2e packages in two lanes side by side (hack/lanes.sh, a log per lane):
+# e2e-suite is test/e2e, on its management clusters e2e-a and e2e-b; e2e-nodes is every other
+# package of test/, one after the other (-p 1), on clusters and platforms of their own names
+# (pair-a, pair-b, smoke, gpustandin, ptest, pattach, pmgmt, vcoh, csie2e): localcluster.Up
+# serialises bring-ups and gives each cluster its own API server port and address ranges, and
+# each runs in its own network namespaces. Whatever happens (a timeout kills the test binary
+# before its cleanup), test/e2e's clusters are taken down afterwards. See docs/e2e.md.
 E2E_CLUSTERS := e2e-a e2e-b
+E2E_SUITE := github.com/capx-io/capx/test/e2e
+E2E_GO_TEST = bash hack/gotest.sh -tags e2e -count=1 -p 1 -timeout 60m -v $(GO_TEST_FLAGS)
 
 .PHONY: e2e
-e2e: ## Run the end-to-end suites on real local management clusters (root; builds what is missing).
+e2e: e2e-tools ## Run the end-to-end suites on real local management clusters, two lanes at once (root; builds what is missing).
+	bash hack/lanes.sh e2e-suite '$(MAKE) --no-print-directory -o e2e-tools e2e-suite' \
+	  e2e-nodes '$(MAKE) --no-print-directory -o e2e-tools e2e-nodes'
+
+.PHONY: e2e-tools
+e2e-tools: ## Build (once per machine, then cached) what the e2e suites need: every tool and the real CSI sidecars.
 	bash hack/toolchain.sh all
 	bash hack/csi-sidecars.sh
-	@rc=0; bash hack/gotest.sh -tags e2e -count=1 -p 1 -timeout 60m -v $(GO_TEST_FLAGS) ./test/... || rc=$$?; \
+
+.PHONY: e2e-suite
+e2e-suite: e2e-tools ## The e2e lane of test/e2e alone (its clusters e2e-a, e2e-b).
+	@rc=0; $(E2E_GO_TEST) $(E2E_SUITE) || rc=$$?; \
 	for c in $(E2E_CLUSTERS); do bash hack/cluster down --name $$c >/dev/null 2>&1 || rc=1; done; \
 	if [[ $$rc -ne 0 ]]; then echo "e2e failed: artifacts in _artifacts/e2e/<suite>/ (docs/e2e.md)"; fi; exit $$rc
+
+.PHONY: e2e-nodes
+e2e-nodes: e2e-tools ## The e2e lane of every other package of test/ (real nodes, platforms, CSI, GPU stand-in).
+	pkgs=$$(go list -tags e2e ./test/... | grep -vx '$(E2E_SUITE)'); $(E2E_GO_TEST) $$pkgs
 
 .PHONY: images
 images: ## Build the local images (manager, CAPI manager, vcosim, test modules) as tarballs in _artifacts/images.
