@@ -16,6 +16,7 @@ const (
 	objectVariable = "captf_object"
 	replicasInput  = "replicas"
 	replicasOutput = "replicas"
+	removeInput    = "instances_to_remove"
 )
 
 // Destructive reports whether applying the plan removes a managed object that someone has to
@@ -45,8 +46,10 @@ func GuardedDeletes(plan *tfjson.Plan) []string {
 }
 
 // ScaleDown reports whether the plan is a machine pool's (its captf_object is a
-// TerraformMachinePool) and lowers the pool's replicas: the replicas input is below the replicas
-// output the plan changes.
+// TerraformMachinePool) and lowers the pool's replicas (the replicas input is below the replicas
+// output the plan changes) or removes the instances CAPTF names in instances_to_remove (their
+// Machines are being deleted: a MachineHealthCheck's remediation, the cluster autoscaler's
+// scale-down, a person).
 func ScaleDown(plan *tfjson.Plan) bool {
 	_, ok := scaleDownTo(plan)
 	return ok
@@ -65,11 +68,19 @@ func scaleDownTo(plan *tfjson.Plan) (int64, bool) {
 		return 0, false
 	}
 	in := plan.Variables[replicasInput]
-	out := plan.OutputChanges[replicasOutput]
-	if in == nil || out == nil {
+	if in == nil {
 		return 0, false
 	}
 	now, ok1 := number(in.Value)
+	if rm := plan.Variables[removeInput]; ok1 && rm != nil {
+		if names, _ := rm.Value.([]any); len(names) > 0 {
+			return now, true
+		}
+	}
+	out := plan.OutputChanges[replicasOutput]
+	if out == nil {
+		return 0, false
+	}
 	before, ok2 := number(out.Before)
 	return now, ok1 && ok2 && now < before
 }

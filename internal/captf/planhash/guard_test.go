@@ -159,6 +159,45 @@ func TestGuardedDeletes(t *testing.T) {
 	g.Expect(ScaleDown(nil)).To(BeFalse())
 }
 
+// TestRemovedInstancesAreRoutine: a pool's plan that removes the instances CAPTF names in
+// instances_to_remove (their Machines are being deleted) drops them without an approval, at
+// the same replicas (a MachineHealthCheck's replacement) as at fewer (the autoscaler's
+// scale-down); an empty list changes nothing, and a replace stays guarded.
+func TestRemovedInstancesAreRoutine(t *testing.T) {
+	const pool = "TerraformMachinePool"
+	dropB := change{addr: `module.role.terraform_data.instance["p-1"]`, module: "module.role", reason: "delete_because_each_key", actions: []string{"delete"}}
+	group := change{addr: "module.role.terraform_data.group", module: "module.role", reason: "replace_because_cannot_update", actions: []string{"delete", "create"}}
+	for _, tc := range []struct {
+		name      string
+		remove    []any
+		plan      map[string]any
+		scaleDown bool
+		guarded   []string
+	}{
+		{name: "replaced at the same replicas", remove: []any{"p-1"}, scaleDown: true, plan: guardPlan(t, pool, 3, nil, dropB)},
+		{name: "removed with one replica fewer", remove: []any{"p-1"}, scaleDown: true, plan: guardPlan(t, pool, 2, 3, dropB)},
+		{name: "nothing named", remove: []any{}, plan: guardPlan(t, pool, 3, nil, dropB), guarded: []string{dropB.addr}},
+		{name: "a replace beside a removal", remove: []any{"p-1"}, scaleDown: true, plan: guardPlan(t, pool, 3, nil, dropB, group),
+			guarded: []string{group.addr}},
+		{name: "a cluster's plan", remove: []any{"p-1"}, plan: guardPlan(t, "TerraformCluster", 3, nil, dropB), guarded: []string{dropB.addr}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			tc.plan["variables"].(map[string]any)["instances_to_remove"] = map[string]any{"value": tc.remove}
+			b, err := json.Marshal(tc.plan)
+			g.Expect(err).NotTo(HaveOccurred())
+			p, err := Parse(b)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ScaleDown(p)).To(Equal(tc.scaleDown), "routine removal")
+			if tc.guarded == nil {
+				g.Expect(GuardedDeletes(p)).To(BeEmpty())
+			} else {
+				g.Expect(GuardedDeletes(p)).To(Equal(tc.guarded))
+			}
+		})
+	}
+}
+
 // FuzzGuardedDeletes: whatever the plan JSON, the guard lists only changes that delete, and
 // lets none go unless the plan is a pool's scale-down.
 func FuzzGuardedDeletes(f *testing.F) {
