@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/capx-io/capx/internal/vco"
 )
 
@@ -103,6 +105,98 @@ func TestListingsCallerGivesUp(t *testing.T) {
 	close(release)
 	for range 2 {
 		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestListingsWaveSharesOneListing: the machines of a wave (Begin) that look up share one
+// listing: it waits until every one of them waits for it, without the clock moving.
+func TestListingsWaveSharesOneListing(t *testing.T) {
+	l := Listings{Clock: clocktesting.NewFakeClock(time.Now())}
+	var calls atomic.Int32
+	list := func(context.Context) ([]vco.VM, error) { return []vco.VM{{ID: int(calls.Add(1))}}, nil }
+	ends := []func(){l.Begin("cs"), l.Begin("cs"), l.Begin("cs"), l.Begin("other")}
+	got := make(chan int, 3)
+	for range 3 {
+		go func() {
+			vms, err := l.List(context.Background(), "cs", list)
+			if err != nil || len(vms) != 1 {
+				t.Errorf("List: %v, %v", vms, err)
+				got <- 0
+				return
+			}
+			got <- vms[0].ID
+		}()
+	}
+	for range 3 {
+		if id := <-got; id != 1 {
+			t.Errorf("answer of listing %d; want the one listing of the wave", id)
+		}
+	}
+	if calls.Load() != 1 {
+		t.Fatalf("%d listings for a wave of 3", calls.Load())
+	}
+	for _, end := range ends {
+		end()
+		end() // a second call is a no-op
+	}
+	if l.keys() != 0 {
+		t.Fatalf("%d keys kept after the waves ended", l.keys())
+	}
+}
+
+// TestListingsWaveWaitsAtMostGather: a listing waits for a machine of its wave that does not
+// look up (it is in its create) for Gather at most, by the injected clock.
+func TestListingsWaveWaitsAtMostGather(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	l := Listings{Clock: clk, Gather: time.Second}
+	var calls atomic.Int32
+	endA, endB := l.Begin("cs"), l.Begin("cs")
+	defer endB()
+	defer endA()
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.List(context.Background(), "cs", func(context.Context) ([]vco.VM, error) { calls.Add(1); return nil, nil })
+		done <- err
+	}()
+	waitFor(t, clk.HasWaiters)
+	clk.Step(999 * time.Millisecond)
+	if calls.Load() != 0 || l.waiting("cs") != 1 {
+		t.Fatalf("the listing started before Gather passed (%d calls)", calls.Load())
+	}
+	clk.Step(time.Millisecond)
+	if err := <-done; err != nil || calls.Load() != 1 {
+		t.Fatalf("after Gather: %v, %d listings", err, calls.Load())
+	}
+}
+
+// TestListingsWaveMemberLeaving: a machine of the wave that ends without looking up (its
+// create failed) no longer holds the listing back.
+func TestListingsWaveMemberLeaving(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	l := Listings{Clock: clk}
+	endA, endB := l.Begin("cs"), l.Begin("cs")
+	defer endA()
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.List(context.Background(), "cs", func(context.Context) ([]vco.VM, error) { return nil, nil })
+		done <- err
+	}()
+	waitFor(t, func() bool { return l.waiting("cs") == 1 })
+	endB()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestListingsAloneNeverWaits: a machine alone in its wave lists at once.
+func TestListingsAloneNeverWaits(t *testing.T) {
+	l := Listings{Clock: clocktesting.NewFakeClock(time.Now())}
+	end := l.Begin("cs")
+	defer end()
+	for range 2 { // the lookup before the create and the one after
+		if _, err := l.List(context.Background(), "cs", func(context.Context) ([]vco.VM, error) { return nil, nil }); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -52,8 +52,9 @@ func Get(ctx context.Context, api API, cloudspaceID string, knownID int) (vco.VM
 
 // Ensure finds the VM named req.Name or creates it. Its lookups by name read the cloudspace's
 // listing through listings under key (the cloudspace and its credential), shared with the
-// machines that look up at the same time.
+// machines of key that are in Ensure at the same time (one wave).
 func Ensure(ctx context.Context, api API, listings *Listings, key, cloudspaceID string, req vco.CreateVMRequest) (vco.VM, error) {
+	defer listings.Begin(key)()
 	list := func(ctx context.Context) ([]vco.VM, error) {
 		return listings.List(ctx, key, func(ctx context.Context) ([]vco.VM, error) { return api.ListVMs(ctx, cloudspaceID, false) })
 	}
