@@ -105,6 +105,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 			MachinePoolConcurrency: o.Concurrency["terraformmachinepool"],
 			Engine: captfcontrollers.EngineOptions{
 				RunnerImage: o.RunnerImage, StateBackups: o.StateBackups, DriftInterval: o.DriftInterval,
+				MachineDriftInterval: o.MachineDriftInterval, MaxConcurrentDriftJobs: o.MaxConcurrentDriftJobs,
 				MaxActiveJobs: o.MaxActiveJobs, NamespaceMaxActiveJobs: o.NamespaceMaxActiveJobs, ClusterMaxActiveJobs: o.ClusterMaxActiveJobs,
 				ClusterOperationGate: o.ClusterOperationGate, DestroyNamespacePrefix: o.DestroyNamespacePrefix, Identity: identity,
 			},

@@ -48,6 +48,8 @@ type Options struct {
 	RunnerImage            string
 	StateBackups           int
 	DriftInterval          time.Duration
+	MachineDriftInterval   time.Duration
+	MaxConcurrentDriftJobs int
 	MaxActiveJobs          int
 	NamespaceMaxActiveJobs int
 	ClusterMaxActiveJobs   int
@@ -97,7 +99,9 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.String("metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; 0 disables it.")
 	fs.String("runner-image", "", "Image CAPTF Jobs copy the runner from: the manager's own image (env CAPX_RUNNER_IMAGE). Required with --providers=captf.")
 	fs.Int("state-backups", 5, "Complete state backups kept per CAPTF object; 0 takes no new backups (existing ones stay restorable).")
-	fs.Duration("drift-interval", 30*time.Minute, "Default interval between CAPTF drift checks; 0 disables drift checks unless an object sets its own.")
+	fs.Duration("drift-interval", 30*time.Minute, "Default interval between drift checks of TerraformClusters and TerraformMachinePools (machines: --machine-drift-interval); 0 disables them unless an object or its TerraformCluster's defaults set one.")
+	fs.Duration("machine-drift-interval", 6*time.Hour, "Default interval between drift checks of TerraformMachines, which are applied once and never re-applied, so drift is only reported; 0 disables them unless a machine or its TerraformCluster's defaults set one.")
+	fs.Int("max-concurrent-drift-jobs", 20, "Budget of CAPTF drift-check Jobs running at once across the manager: a due check waits for a free one (applies, destroys and refreshes never do); 0 means no budget.")
 	fs.Bool("cluster-operation-gate", true, "Serialise a TerraformCluster's applies with its machines' and pools' Jobs through a per-cluster Lease.")
 	fs.String("destroy-namespace-prefix", DefaultDestroyNamespacePrefix, "Prefix of the destroy namespaces: the infrastructure of CAPTF objects deleted with their namespace (Kubernetes creates nothing in a namespace being deleted) is destroyed, by copies, in a namespace of that namespace's own, <prefix><namespace UID>, created when first needed and deleted once empty. Empty: no destroy elsewhere, such a deletion holds the namespace until the object is set to deletionPolicy Retain.")
 	fs.Int("max-active-jobs", 200, "Cap on CAPTF Jobs running at once across the manager; 0 means no cap.")
@@ -134,6 +138,8 @@ func Load(v *viper.Viper) (*Options, error) {
 		RunnerImage:              v.GetString("runner-image"),
 		StateBackups:             v.GetInt("state-backups"),
 		DriftInterval:            v.GetDuration("drift-interval"),
+		MachineDriftInterval:     v.GetDuration("machine-drift-interval"),
+		MaxConcurrentDriftJobs:   v.GetInt("max-concurrent-drift-jobs"),
 		MaxActiveJobs:            v.GetInt("max-active-jobs"),
 		NamespaceMaxActiveJobs:   v.GetInt("namespace-max-active-jobs"),
 		ClusterMaxActiveJobs:     v.GetInt("cluster-max-active-jobs"),
@@ -209,7 +215,8 @@ func (o *Options) validate() error {
 		errs = append(errs, errors.New("--runner-image (or CAPX_RUNNER_IMAGE) is required with the captf provider: every CAPTF Job copies its runner from the manager's image"))
 	}
 	for name, n := range map[string]int{"--state-backups": o.StateBackups, "--max-active-jobs": o.MaxActiveJobs,
-		"--namespace-max-active-jobs": o.NamespaceMaxActiveJobs, "--cluster-max-active-jobs": o.ClusterMaxActiveJobs} {
+		"--namespace-max-active-jobs": o.NamespaceMaxActiveJobs, "--cluster-max-active-jobs": o.ClusterMaxActiveJobs,
+		"--max-concurrent-drift-jobs": o.MaxConcurrentDriftJobs} {
 		if n < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative", name))
 		}
@@ -224,6 +231,9 @@ func (o *Options) validate() error {
 	}
 	if o.DriftInterval < 0 {
 		errs = append(errs, errors.New("--drift-interval must not be negative"))
+	}
+	if o.MachineDriftInterval < 0 {
+		errs = append(errs, errors.New("--machine-drift-interval must not be negative"))
 	}
 	for _, k := range concurrencyKinds {
 		if o.Concurrency[k] < 1 {

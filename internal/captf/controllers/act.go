@@ -403,33 +403,14 @@ func (r *provider[T]) countSlots(ctx context.Context, p *pass[T]) error {
 }
 
 // slots reports whether the manager-wide, the namespace's or the cluster's cap on active Jobs is
-// reached (Full, with the cap named in Reached), or 80% of one (Busy: background work waits). A
-// cluster's own cap (spec.maxActiveJobs) never goes above its namespace's.
+// reached (Full, with the cap named in Reached), or 80% of one (Busy: background work waits), and
+// whether the manager-wide budget of drift Jobs is used up (DriftFull). A cluster's own cap
+// (spec.maxActiveJobs) never goes above its namespace's. One listing of the cached active Jobs
+// counts them all.
 func (r *provider[T]) slots(ctx context.Context, p *pass[T]) (decide.Slots, error) {
-	var s decide.Slots
-	check := func(active, limit int, name string) {
-		if active >= limit && !s.Full {
-			s.Full, s.Reached = true, name
-		}
-		s.Busy = s.Busy || active*5 >= limit*4
-	}
-	managed := client.MatchingLabels{captfv1.ManagedLabel: "true"}
-	if n := r.opts.MaxActiveJobs; n > 0 {
-		active, err := r.countActive(ctx, managed)
-		if err != nil {
-			return decide.Slots{Uncounted: true}, err
-		}
-		check(active, n, fmt.Sprintf("the manager-wide cap of %d active Jobs (--max-active-jobs)", n))
-	}
-	ns, nsCap := p.owner.Namespace, r.opts.NamespaceMaxActiveJobs
-	if nsCap > 0 {
-		active, err := r.countActive(ctx, managed, client.InNamespace(ns))
-		if err != nil {
-			return decide.Slots{Uncounted: true}, err
-		}
-		check(active, nsCap, fmt.Sprintf("namespace %s's cap of %d active Jobs (--namespace-max-active-jobs)", ns, nsCap))
-	}
-	limit, source := r.opts.ClusterMaxActiveJobs, "--cluster-max-active-jobs"
+	o := r.opts
+	ns, nsCap := p.owner.Namespace, o.NamespaceMaxActiveJobs
+	limit, source := o.ClusterMaxActiveJobs, "--cluster-max-active-jobs"
 	if tc := p.tfCluster; tc != nil && tc.Spec.MaxActiveJobs != nil {
 		limit, source = int(*tc.Spec.MaxActiveJobs), "spec.maxActiveJobs of TerraformCluster "+tc.Name
 	} else if own := r.kind.maxActiveJobs(p.scope.Object); own != nil {
@@ -439,26 +420,62 @@ func (r *provider[T]) slots(ctx context.Context, p *pass[T]) (decide.Slots, erro
 		source += fmt.Sprintf(", %d, is above the namespace's cap and counts as %d", limit, nsCap)
 		limit = nsCap
 	}
-	if limit > 0 && p.owner.ClusterName != "" {
-		active, err := r.countActive(ctx, managed, client.MatchingLabels{clusterLabel: p.owner.ClusterName}, client.InNamespace(ns))
-		if err != nil {
-			return decide.Slots{Uncounted: true}, err
-		}
-		check(active, limit, fmt.Sprintf("cluster %s's cap of %d active Jobs (%s)", p.owner.ClusterName, limit, source))
+	if p.owner.ClusterName == "" {
+		limit = 0
 	}
+	if o.MaxActiveJobs <= 0 && nsCap <= 0 && limit <= 0 && o.MaxConcurrentDriftJobs <= 0 {
+		return decide.Slots{}, nil
+	}
+	n, err := r.countActive(ctx, ns, p.owner.ClusterName)
+	if err != nil {
+		return decide.Slots{Uncounted: true}, err
+	}
+	var s decide.Slots
+	check := func(active, limit int, name string) {
+		if limit <= 0 {
+			return
+		}
+		if active >= limit && !s.Full {
+			s.Full, s.Reached = true, name
+		}
+		s.Busy = s.Busy || active*5 >= limit*4
+	}
+	check(n.all, o.MaxActiveJobs, fmt.Sprintf("the manager-wide cap of %d active Jobs (--max-active-jobs)", o.MaxActiveJobs))
+	check(n.namespace, nsCap, fmt.Sprintf("namespace %s's cap of %d active Jobs (--namespace-max-active-jobs)", ns, nsCap))
+	check(n.cluster, limit, fmt.Sprintf("cluster %s's cap of %d active Jobs (%s)", p.owner.ClusterName, limit, source))
+	s.DriftFull = o.MaxConcurrentDriftJobs > 0 && n.drift >= o.MaxConcurrentDriftJobs
 	return s, nil
 }
 
-// countActive counts running CAPTF Jobs in the cache.
-func (r *provider[T]) countActive(ctx context.Context, opts ...client.ListOption) (int, error) {
+// activeJobs are the running CAPTF Jobs the caps count.
+type activeJobs struct {
+	all, namespace, cluster int
+	// drift counts the drift Jobs among all (the manager-wide drift budget).
+	drift int
+}
+
+// countActive counts the running CAPTF Jobs in the cache: all of them, the namespace's, the
+// cluster's (of that namespace; none for "") and the drift checks among all.
+func (r *provider[T]) countActive(ctx context.Context, ns, cluster string) (activeJobs, error) {
 	list := &batchv1.JobList{}
-	if err := r.client.List(ctx, list, opts...); err != nil {
-		return 0, fmt.Errorf("count active Jobs: %w", err)
+	if err := r.client.List(ctx, list, client.MatchingLabels{captfv1.ManagedLabel: "true"}); err != nil {
+		return activeJobs{}, fmt.Errorf("count active Jobs: %w", err)
 	}
-	n := 0
+	var n activeJobs
 	for i := range list.Items {
-		if jobs.Classify(&list.Items[i]) == jobs.PhaseActive {
-			n++
+		j := &list.Items[i]
+		if jobs.Classify(j) != jobs.PhaseActive {
+			continue
+		}
+		n.all++
+		if j.Labels[captfv1.OperationLabel] == string(captfv1.OperationDrift) {
+			n.drift++
+		}
+		if j.Namespace == ns {
+			n.namespace++
+			if cluster != "" && j.Labels[clusterLabel] == cluster {
+				n.cluster++
+			}
 		}
 	}
 	return n, nil

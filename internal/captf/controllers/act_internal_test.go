@@ -48,7 +48,7 @@ func TestJobCapsFailClosed(t *testing.T) {
 			return errors.New("the cache is not synced")
 		},
 	})
-	for _, opts := range []EngineOptions{{MaxActiveJobs: 5}, {ClusterMaxActiveJobs: 5}} {
+	for _, opts := range []EngineOptions{{MaxActiveJobs: 5}, {ClusterMaxActiveJobs: 5}, {MaxConcurrentDriftJobs: 5}} {
 		g := NewWithT(t)
 		r := &provider[*captfv1.TerraformMachine]{engine: &engine{client: failing, opts: opts}, kind: machineKind{}}
 		p := &pass[*captfv1.TerraformMachine]{
@@ -59,6 +59,46 @@ func TestJobCapsFailClosed(t *testing.T) {
 		g.Expect(p.slots).To(Equal(decide.Slots{Uncounted: true}), "%+v", opts)
 		g.Expect(p.slotsErr).To(MatchError(ContainSubstring("the cache is not synced")))
 	}
+}
+
+// TestSlotsCountTheCaps: one listing of the managed Jobs counts every cap: running Jobs only,
+// the namespace's and the cluster's of that namespace, and the drift Jobs of every namespace
+// against the manager-wide drift budget.
+func TestSlotsCountTheCaps(t *testing.T) {
+	job := func(ns, name, cluster string, op captfv1.Operation, done bool) *batchv1.Job {
+		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
+			captfv1.ManagedLabel: "true", captfv1.OperationLabel: string(op), clusterLabel: cluster}}}
+		if done {
+			j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: "True"}}
+		}
+		return j
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(
+		job("ns", "d1", "c1", captfv1.OperationDrift, false),
+		job("ns", "d2", "c2", captfv1.OperationDrift, false),
+		job("other", "d3", "c1", captfv1.OperationDrift, false), // another namespace's c1
+		job("ns", "a1", "c1", captfv1.OperationApply, false),
+		job("ns", "d4", "c1", captfv1.OperationDrift, true), // finished: counts nowhere
+	).Build()
+	slots := func(opts EngineOptions) decide.Slots {
+		r := &provider[*captfv1.TerraformMachine]{engine: &engine{client: c, opts: opts}, kind: machineKind{}}
+		p := &pass[*captfv1.TerraformMachine]{
+			scope: &reconcileScope[*captfv1.TerraformMachine]{Object: &captfv1.TerraformMachine{}},
+			owner: jobs.Owner{Kind: "TerraformMachine", Namespace: "ns", Name: "m1", ClusterName: "c1"},
+		}
+		s, err := r.slots(context.Background(), p)
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		return s
+	}
+	g := NewWithT(t)
+	g.Expect(slots(EngineOptions{})).To(Equal(decide.Slots{}), "no caps, nothing counted")
+	g.Expect(slots(EngineOptions{MaxConcurrentDriftJobs: 3})).To(Equal(decide.Slots{DriftFull: true}), "3 drift Jobs run, in two namespaces")
+	g.Expect(slots(EngineOptions{MaxConcurrentDriftJobs: 4})).To(Equal(decide.Slots{}), "one drift Job left in the budget")
+	g.Expect(slots(EngineOptions{MaxActiveJobs: 5})).To(Equal(decide.Slots{Busy: true}), "4 of 5 run")
+	g.Expect(slots(EngineOptions{MaxActiveJobs: 4}).Reached).To(ContainSubstring("manager-wide cap of 4"))
+	g.Expect(slots(EngineOptions{NamespaceMaxActiveJobs: 3}).Reached).To(ContainSubstring("namespace ns's cap of 3"))
+	g.Expect(slots(EngineOptions{ClusterMaxActiveJobs: 2}).Reached).To(ContainSubstring("cluster c1's cap of 2"), "d1 and a1")
+	g.Expect(slots(EngineOptions{ClusterMaxActiveJobs: 3})).To(Equal(decide.Slots{}), "2 of 3 is under 80%")
 }
 
 // TestInputCarriesTheObservations: what the phases recorded reaches decide.Input, the running

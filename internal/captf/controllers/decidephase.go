@@ -207,7 +207,13 @@ func (r *provider[T]) driftInputs(p *pass[T], in *decide.Input, lastApplied time
 	if policy == nil && p.tfCluster != nil && p.tfCluster.Spec.Defaults != nil {
 		policy = p.tfCluster.Spec.Defaults.Drift
 	}
+	// Per-kind default: a machine is applied once and never again, so its drift can only be
+	// reported (the fix is a new Machine), and a fleet has many: it is checked far less often
+	// than a cluster or a pool (docs/captf/drift.md).
 	in.DriftInterval, in.DriftAction = r.opts.DriftInterval, captfv1.DriftActionReport
+	if !r.kind.mutable() {
+		in.DriftInterval = r.opts.MachineDriftInterval
+	}
 	if policy != nil {
 		if policy.IntervalSeconds != nil {
 			in.DriftInterval = time.Duration(*policy.IntervalSeconds) * time.Second
@@ -218,7 +224,10 @@ func (r *provider[T]) driftInputs(p *pass[T], in *decide.Input, lastApplied time
 	}
 	// The next check is due an interval after the newest one, failed or not; what was found
 	// comes from the newest check that succeeded (a failed one found nothing either way).
-	in.LastDriftCheck = lastApplied
+	in.LastDriftCheck, in.Created = lastApplied, p.scope.Object.GetCreationTimestamp().Time
+	if in.LastDriftCheck.IsZero() && p.status.LastDriftCheck != nil {
+		in.LastDriftCheck = p.status.LastDriftCheck.Time // its Jobs were pruned
+	}
 	if drift := newestBookkept(p.jobList, captfv1.OperationDrift, ""); drift != nil && jobs.FinishedAt(drift).After(lastApplied) {
 		in.LastDriftCheck = jobs.FinishedAt(drift)
 	}

@@ -40,8 +40,13 @@ type EngineOptions struct {
 	RunnerImage string
 	// StateBackups is how many complete state backups to keep per object (0: take none).
 	StateBackups int
-	// DriftInterval is the default drift-check interval (0 disables default drift checks).
+	// DriftInterval is the default drift-check interval of clusters and pools (0 disables
+	// their default drift checks).
 	DriftInterval time.Duration
+	// MachineDriftInterval is the default drift-check interval of machines (0 disables them).
+	MachineDriftInterval time.Duration
+	// MaxConcurrentDriftJobs is the manager-wide budget of drift Jobs running at once (0: none).
+	MaxConcurrentDriftJobs int
 	// MaxActiveJobs caps CAPTF Jobs running at once across the manager (0: no cap).
 	MaxActiveJobs int
 	// NamespaceMaxActiveJobs caps them per namespace (0: no cap): one tenant cannot take every

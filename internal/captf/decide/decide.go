@@ -17,8 +17,12 @@ import (
 type Input struct {
 	// Now is the reconcile's clock.
 	Now time.Time
-	// UID of the object; spreads scheduled work with a deterministic jitter.
+	// UID of the object; spreads scheduled work with a deterministic jitter and gives each
+	// object its own phase of the drift interval.
 	UID string
+	// Created is the object's creation time: an object without a recorded drift check or
+	// apply schedules its first check from it.
+	Created time.Time
 	// Mutable is true for clusters and pools (a changed input re-applies) and false for machines
 	// (applied once, never again).
 	Mutable bool
@@ -207,13 +211,15 @@ type Slots struct {
 	Reached string
 	// Busy is true above 80% of a cap, where background work (refresh, drift) waits.
 	Busy bool
+	// DriftFull is true when the manager-wide budget of running drift Jobs
+	// (--max-concurrent-drift-jobs) is used up: a due drift check waits; nothing else does.
+	DriftFull bool
 	// Uncounted is true when the active Jobs could not be counted: the caps then count as
 	// reached (they fail closed).
 	Uncounted bool
 }
 
 func (s Slots) full() bool { return s.Full || s.Uncounted }
-func (s Slots) busy() bool { return s.Busy || s.Uncounted }
 
 // Decision is what to do next.
 type Decision struct {
@@ -300,12 +306,16 @@ const (
 	ReasonRetain               = "Retain"
 	ReasonJobRunning           = "JobRunning"
 	ReasonDriftDue             = "DriftCheckDue"
-	ReasonHealthPending        = "HealthPending"
-	ReasonMembershipRefresh    = "MembershipRefresh"
-	ReasonUpToDate             = "UpToDate"
-	ReasonPaused               = "Paused"
-	ReasonStateLost            = captfv1.StateLostReason
-	ReasonDurableInputsGone    = captfv1.DurableInputsMissingReason
+	// ReasonBackgroundDeferred: a due drift check or refresh waits for the drift budget or
+	// for room under the caps. It is background work: the object's status stays as it was
+	// (nothing it reports changed), and it looks again soon.
+	ReasonBackgroundDeferred = "BackgroundDeferred"
+	ReasonHealthPending      = "HealthPending"
+	ReasonMembershipRefresh  = "MembershipRefresh"
+	ReasonUpToDate           = "UpToDate"
+	ReasonPaused             = "Paused"
+	ReasonStateLost          = captfv1.StateLostReason
+	ReasonDurableInputsGone  = captfv1.DurableInputsMissingReason
 )
 
 // Timings.
@@ -315,9 +325,13 @@ const (
 	maxBackoff       = 10 * time.Minute
 	blockedRecheck   = 10 * time.Minute
 	slotRecheck      = 15 * time.Second
-	leaseRecheck     = 30 * time.Second
-	startRecheck     = time.Minute // nothing watches ServiceAccounts, credentials or quotas
-	heldRecheck      = time.Minute
+	// deferSpread spreads the rechecks of deferred background work over slotRecheck to
+	// slotRecheck+deferSpread, so a fleet that is due at once (a manager down for part of an
+	// interval) does not come back in one wave every 15 s.
+	deferSpread  = 45 * time.Second
+	leaseRecheck = 30 * time.Second
+	startRecheck = time.Minute // nothing watches ServiceAccounts, credentials or quotas
+	heldRecheck  = time.Minute
 	// policyRecheck: how soon an approved plan waiting for its admission policies looks again.
 	policyRecheck     = 30 * time.Second
 	pendingFirst      = 30 * time.Second
@@ -621,7 +635,7 @@ func schedule(in Input) Decision {
 	}
 	if in.DriftInterval > 0 {
 		next = append(next, due{captfv1.OperationDrift, ReasonDriftDue,
-			in.LastDriftCheck.Add(jitter(in.UID, in.DriftInterval))})
+			DriftDue(in.UID, in.DriftInterval, in.LastDriftCheck, in.Created)})
 	}
 	if len(next) == 0 {
 		return Decision{Reason: ReasonUpToDate}
@@ -635,16 +649,52 @@ func schedule(in Input) Decision {
 	if wait := soonest.at.Sub(in.Now); wait > 0 {
 		return Decision{Reason: ReasonUpToDate, RequeueAfter: wait}
 	}
-	if in.Slots.busy() {
+	if in.Slots.Uncounted {
+		// Fails closed, visibly: the count's error is what the operator has to fix.
 		return Decision{Reason: captfv1.WaitingForJobSlotReason, Wait: true, RequeueAfter: slotRecheck}
+	}
+	// Background work yields: to applies and destroys near a cap (80 %), and a drift check to
+	// the manager-wide drift budget. It reports no wait: nothing the object shows changed.
+	if in.Slots.Busy || (soonest.op == captfv1.OperationDrift && in.Slots.DriftFull) {
+		return Decision{Reason: ReasonBackgroundDeferred, RequeueAfter: slotRecheck + spread(in.UID, deferSpread)}
 	}
 	return Decision{Op: soonest.op, Reason: soonest.reason}
 }
 
+// DriftDue is when an object's next drift check is due. Every object has its own phase of the
+// interval, a fixed offset from the Unix epoch derived from its UID (so a fleet's phases are
+// spread evenly over the interval, whenever its objects were created and however often the
+// manager restarts), and its check is due at the first time of that phase at least half an
+// interval after the last check (an apply counts as one; without either, after its creation).
+// Once a check ran on time, the next is due exactly one interval later; a first check or one
+// after a late run comes between half an interval and one and a half after it. Zero: due now.
+func DriftDue(uid string, interval time.Duration, last, created time.Time) time.Time {
+	anchor := last
+	if anchor.IsZero() {
+		anchor = created
+	}
+	if anchor.IsZero() || interval <= 0 {
+		return time.Time{}
+	}
+	from := anchor.Add(interval / 2)
+	phase := spread(uid, interval)
+	ahead := (phase - time.Duration(from.UnixNano()%int64(interval)) + interval) % interval
+	return from.Add(ahead)
+}
+
 // jitter stretches an interval by up to 10%, the same for the same object every time, so many
-// objects created together do not check drift in lockstep.
+// objects created together do not refresh in lockstep.
 func jitter(uid string, d time.Duration) time.Duration {
-	h := fnv.New32a()
+	return d + spread(uid, d*maxJitterFraction/100)
+}
+
+// spread is a duration in [0, d), the same for the same object every time and evenly spread
+// over objects.
+func spread(uid string, d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	h := fnv.New64a()
 	_, _ = h.Write([]byte(uid))
-	return d + d*time.Duration(h.Sum32()%(maxJitterFraction*10))/1000
+	return time.Duration(h.Sum64() % uint64(d))
 }

@@ -1,8 +1,11 @@
 package decide
 
 import (
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 )
@@ -205,12 +208,25 @@ func TestFailuresBackOff(t *testing.T) {
 
 func TestDrift(t *testing.T) {
 	due := func(i *Input) { i.DriftInterval, i.LastDriftCheck = 30*time.Minute, t0.Add(-time.Hour) }
+	deferred := Decision{Reason: ReasonBackgroundDeferred, RequeueAfter: 15*time.Second + spread("uid-1", 45*time.Second)}
 	check(t, Next, []rule{
-		{"an up-to-date object looks again at its drift interval (with its jitter)", with(applied(), func(i *Input) { i.DriftInterval = 30 * time.Minute }),
-			Decision{Reason: ReasonUpToDate, RequeueAfter: jitter("uid-1", 30*time.Minute) - time.Minute}},
+		{"an up-to-date object looks again when its next drift check is due", with(applied(), func(i *Input) { i.DriftInterval = 30 * time.Minute }),
+			Decision{Reason: ReasonUpToDate, RequeueAfter: DriftDue("uid-1", 30*time.Minute, t0.Add(-time.Minute), time.Time{}).Sub(t0)}},
 		{"without schedules it waits for events", applied(), Decision{Reason: ReasonUpToDate}},
 		{"a due drift check runs", with(applied(), due), Decision{Op: captfv1.OperationDrift, Reason: ReasonDriftDue}},
-		{"background work yields above 80% of a cap", with(applied(), func(i *Input) { due(i); i.Slots.Busy = true }), slotWait},
+		{"an object never checked nor applied by a Job is first checked from its creation, not at once", with(applied(), func(i *Input) {
+			i.DriftInterval, i.LastDriftCheck, i.Created = 30*time.Minute, time.Time{}, t0.Add(-time.Minute)
+		}), Decision{Reason: ReasonUpToDate, RequeueAfter: DriftDue("uid-1", 30*time.Minute, time.Time{}, t0.Add(-time.Minute)).Sub(t0)}},
+		{"background work yields above 80% of a cap, leaving the status as it is", with(applied(), func(i *Input) { due(i); i.Slots.Busy = true }), deferred},
+		{"a due drift check waits for the drift budget", with(applied(), func(i *Input) { due(i); i.Slots.DriftFull = true }), deferred},
+		{"an apply does not wait for the drift budget", with(applied(), func(i *Input) { due(i); changed(i); i.Slots.DriftFull = true }), applyNow},
+		{"an apply starts above 80% of a cap, where drift yields", with(applied(), func(i *Input) { due(i); changed(i); i.Slots.Busy = true }), applyNow},
+		{"a destroy starts above 80% of a cap, where drift yields", with(applied(), func(i *Input) { due(i); i.Deleting, i.Slots.Busy = true, true }),
+			Decision{Op: captfv1.OperationDestroy, Reason: ReasonDestroy}},
+		{"a drift check due with a change applies the change", with(applied(), func(i *Input) { due(i); changed(i) }), applyNow},
+		{"a pool's membership refresh does not wait for the drift budget", with(applied(), func(i *Input) {
+			i.MembershipInterval, i.LastRefresh, i.Slots.DriftFull = time.Minute, t0.Add(-2*time.Minute), true
+		}), Decision{Op: captfv1.OperationRefresh, Reason: ReasonMembershipRefresh}},
 		{"drift with Remediate re-applies", with(applied(), func(i *Input) { i.DriftFound, i.DriftAction = true, captfv1.DriftActionRemediate }),
 			Decision{Op: captfv1.OperationApply, Reason: ReasonDriftRemediation}},
 		{"drift with Report only reports", with(applied(), func(i *Input) { i.DriftFound, i.DriftAction = true, captfv1.DriftActionReport }),
@@ -222,6 +238,42 @@ func TestDrift(t *testing.T) {
 			i.Mutable, i.DriftFound, i.DriftAction = false, true, captfv1.DriftActionRemediate
 		}), Decision{Reason: ReasonUpToDate}},
 	})
+}
+
+// TestDriftChecksSpreadOverTheInterval: a fleet created at one instant (a bring-up, or 10,000
+// copies adopted at once) is checked evenly over the interval, not in one wave; a check that
+// ran on time is followed by the next exactly one interval later (so the spread holds round
+// after round, and, being a function of the recorded check only, across restarts); a late
+// check's successor comes at least half an interval after it.
+func TestDriftChecksSpreadOverTheInterval(t *testing.T) {
+	const n, interval, buckets = 10000, 30 * time.Minute, 30
+	counts := make([]int, buckets)
+	for i := range n {
+		uid := uuid.NewSHA1(uuid.NameSpaceOID, []byte(strconv.Itoa(i))).String()
+		first := DriftDue(uid, interval, time.Time{}, t0)
+		if first.Before(t0.Add(interval/2)) || !first.Before(t0.Add(3*interval/2)) {
+			t.Fatalf("%s: first check at %s, want within [%s, %s)", uid, first, t0.Add(interval/2), t0.Add(3*interval/2))
+		}
+		counts[int(first.Sub(t0.Add(interval/2))/(interval/buckets))]++
+		for _, ran := range []time.Duration{0, 90 * time.Second, interval/2 - time.Second} {
+			if next := DriftDue(uid, interval, first.Add(ran), t0); next.Sub(first) != interval {
+				t.Fatalf("%s: a check %s after its time is followed %s later, want one interval", uid, ran, next.Sub(first))
+			}
+		}
+		late := first.Add(interval)
+		if next := DriftDue(uid, interval, late, t0); next.Before(late.Add(interval/2)) || !next.Before(late.Add(3*interval/2)) {
+			t.Fatalf("%s: after a late check at %s the next is at %s", uid, late, next)
+		}
+	}
+	mean := n / buckets
+	for b, c := range counts {
+		if c < mean*3/4 || c > mean*5/4 {
+			t.Errorf("minute %d of the interval holds %d first checks, want %d ±25%% (all: %v)", b, c, mean, counts)
+		}
+	}
+	if !DriftDue("uid-1", interval, time.Time{}, time.Time{}).IsZero() {
+		t.Error("an object with neither a check nor a creation time is due at once")
+	}
 }
 
 func TestRefreshes(t *testing.T) {
