@@ -133,38 +133,33 @@ const (
 )
 
 // ReadCredentials reads a mounted credentials Secret: accessKey, secretKey and optionally
-// ca.crt. It is read again for every upload, so a rotated Secret is used once the kubelet
-// has refreshed the files.
+// ca.crt. The manager reads it again for every upload, so a rotated Secret is used once the
+// kubelet has refreshed the files.
 func ReadCredentials(dir string) (Credentials, error) {
-	read := func(name string, optional bool) ([]byte, error) {
+	data := map[string][]byte{}
+	for _, name := range []string{AccessKeyFile, SecretKeyFile, CABundleFile} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
-		if optional && errors.Is(err, os.ErrNotExist) {
-			return nil, nil
+		switch {
+		case name == CABundleFile && errors.Is(err, os.ErrNotExist):
+		case err != nil:
+			return Credentials{}, fmt.Errorf("offsite: read the credential: %w (mount the credentials Secret with keys %s and %s there)", err, AccessKeyFile, SecretKeyFile)
+		default:
+			data[name] = b
 		}
-		if err != nil {
-			return nil, fmt.Errorf("offsite: read the credential: %w (mount the credentials Secret with keys %s and %s there)", err, AccessKeyFile, SecretKeyFile)
-		}
-		return b, nil
 	}
-	ak, err := read(AccessKeyFile, false)
-	if err != nil {
-		return Credentials{}, err
-	}
-	sk, err := read(SecretKeyFile, false)
-	if err != nil {
-		return Credentials{}, err
-	}
-	ca, err := read(CABundleFile, true)
-	if err != nil {
-		return Credentials{}, err
-	}
-	c := Credentials{AccessKey: strings.TrimSpace(string(ak)), SecretKey: strings.TrimSpace(string(sk)), CABundle: ca}
+	return ParseCredentials(data)
+}
+
+// ParseCredentials reads a credentials Secret's data: accessKey, secretKey, optional ca.crt.
+func ParseCredentials(data map[string][]byte) (Credentials, error) {
+	c := Credentials{AccessKey: strings.TrimSpace(string(data[AccessKeyFile])), SecretKey: strings.TrimSpace(string(data[SecretKeyFile])),
+		CABundle: data[CABundleFile]}
 	return c, c.validate()
 }
 
 func (c Credentials) validate() error {
 	if c.AccessKey == "" || c.SecretKey == "" {
-		return errors.New("offsite: the credential has an empty access key or secret key")
+		return fmt.Errorf("offsite: the credential lacks %s or %s", AccessKeyFile, SecretKeyFile)
 	}
 	return nil
 }

@@ -13,13 +13,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/runresult"
 	"github.com/capx-io/capx/internal/captf/state"
 	"github.com/capx-io/capx/internal/scheme"
@@ -132,12 +130,8 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// erroredChunkBytes is how much compressed state one kept chunk holds: below the 1 MiB of data
-// a Secret takes, as the backend's own chunks are.
-const erroredChunkBytes = 960 << 10
-
 // keepErroredState copies the errored state into a state backup set owned by the CAPTF object
-// (--event-object), captf-state-backup-<suffix>-<serial>, chunked as the backend chunks a state:
+// (--event-object), captf-state-backup-<suffix>-<serial>, chunked as the backend chunks a state (state.SnapshotOf):
 // the same Secrets `kubectl captf backups list` shows and the restore path reads, so nothing the
 // run created is forgotten once the pod is gone. It returns the set's name.
 func (r *run) keepErroredState(ctx context.Context, path string) (string, error) {
@@ -161,17 +155,8 @@ func (r *run) keepErroredState(ctx context.Context, path string) (string, error)
 	if err := zw.Close(); err != nil {
 		return "", err
 	}
-	base := contract.StateSecretName(cfg.suffix)
-	var secrets []corev1.Secret
-	for i, data := 0, gz.Bytes(); len(data) > 0; i++ {
-		n := min(len(data), erroredChunkBytes)
-		secrets = append(secrets, corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cfg.namespace, Name: state.ChunkName(base, i)},
-			Data: map[string][]byte{contract.BackendStateKey: data[:n]}})
-		data = data[n:]
-	}
 	// The backup carries the labels the state Secrets would (owner, cluster, clusterctl move).
-	secrets[0].Labels = cfg.labels
-	snap, err := state.Decode(secrets, cfg.suffix)
+	snap, err := state.SnapshotOf(cfg.namespace, cfg.suffix, gz.Bytes(), cfg.labels)
 	if err != nil {
 		return "", err
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +19,7 @@ import (
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/captf/state"
 	"github.com/capx-io/capx/internal/cli/captf/backups/list"
+	"github.com/capx-io/capx/internal/cli/captf/backups/offsiteflags"
 	"github.com/capx-io/capx/internal/cli/captf/objects"
 	"github.com/capx-io/capx/internal/cli/cmdutil"
 )
@@ -35,20 +37,35 @@ type Options struct {
 	Timeout  time.Duration
 	Interval time.Duration
 	Output   cmdutil.Format
+	// From is "" (an in-cluster backup), "offsite" (the offsite copy of --serial) or
+	// s3://bucket/key (that copy).
+	From  string
+	Flags offsiteflags.Flags
 }
 
 // NewCmd returns the command; runF replaces run in tests.
 func NewCmd(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{Deps: f.Deps(), Serial: -1, Interval: 2 * time.Second}
 	cmd := &cobra.Command{
-		Use:   "restore OBJECT --serial N",
-		Short: "Restore an object's state from one of its backups",
+		Use:   "restore OBJECT (--serial N | --from offsite --serial N | --from s3://BUCKET/KEY)",
+		Short: "Restore an object's state from one of its backups, in the cluster or offsite",
 		Long: `Restore the state of a TerraformCluster, TerraformMachinePool or TerraformMachine from its backup
 of serial N. The restore is requested only after checking that the backup is complete and of the
 current state's lineage, that no one holds the state lock and that no Job runs for the object;
 the manager then runs a restore Job (state push of the backup, then state list). On a terminal
 you confirm; elsewhere pass --yes. --dry-run runs the checks and changes nothing. --wait
 follows the restore until RestoreJobSucceeded says how it ended.
+
+--from restores from the offsite bucket the manager copies backups to (--offsite-backup-url):
+"offsite" takes the copy of --serial, s3://BUCKET/KEY names one (backups list --offsite lists
+them). The copy must be the object's own (same namespace, kind and name, as after the namespace
+was deleted and the object re-created from git), intact (SHA-256 as recorded) and decode to the
+serial and lineage it records; it is then written into the namespace as a backup of the object
+and restored through the same checks and restore Job. The bucket's credential comes from
+--offsite-credentials-secret NAMESPACE/NAME (read with your own rights) or $AWS_ACCESS_KEY_ID and
+$AWS_SECRET_ACCESS_KEY. Create a re-created object paused, so that nothing applies before the
+restore: the backup is written and the restore requested while it is paused, and runs once it
+is unpaused.
 
 After a restore, a cluster or pool whose current inputs differ from the backup's re-applies
 (guarded as always); run a drift check before relying on it.
@@ -57,12 +74,21 @@ Exit codes: 0 requested (or restored, with --wait), 1 a check failed (nothing re
 2 an error or a failed restore, 3 bad usage or --yes missing without a terminal, 4 declined.`,
 		Example: fmt.Sprintf(`  %[1]s backups list my-cluster -n team-a
   %[1]s backups restore my-cluster -n team-a --serial 7 --dry-run
-  %[1]s backups restore my-cluster -n team-a --serial 7 --yes --wait`, f.Name),
+  %[1]s backups restore my-cluster -n team-a --serial 7 --yes --wait
+  # The namespace was deleted and the objects re-created (paused) from git:
+  export AWS_ACCESS_KEY_ID=... AWS_SECRET_ACCESS_KEY=...
+  %[1]s backups list my-cluster -n team-a --offsite --offsite-url https://objects.example.com/captf-backups/mgmt-1
+  %[1]s backups restore my-cluster -n team-a --from offsite --serial 7 --offsite-url https://objects.example.com/captf-backups/mgmt-1 --yes
+  %[1]s backups restore my-cluster -n team-a --from s3://captf-backups/mgmt-1/team-a/TerraformCluster/my-cluster/7-<sha256>.tfstate.gz \
+      --offsite-url https://objects.example.com/captf-backups/mgmt-1 --offsite-credentials-secret capx-system/captf-offsite-backup --yes`, f.Name),
 		Args:              cmdutil.ExactArgs(1),
 		ValidArgsFunction: cmdutil.CompleteNames(f, 1, objects.Lists()...),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Arg = args[0]
-			if opts.Serial < 0 {
+			if err := checkFrom(opts.From); err != nil {
+				return err
+			}
+			if opts.Serial < 0 && !strings.HasPrefix(opts.From, "s3://") {
 				return cmdutil.Usagef("--serial is required: the backup serial to restore (see %s backups list %s%s)", f.Name, args[0], namespaceFlag(opts.Namespace))
 			}
 			opts.Styles = f.Styles()
@@ -77,6 +103,8 @@ Exit codes: 0 requested (or restored, with --wait), 1 a check failed (nothing re
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "Run the checks; request nothing.")
 	cmd.Flags().BoolVar(&opts.Wait, "wait", false, "Wait until the restore finished.")
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 15*time.Minute, "How long --wait waits.")
+	cmd.Flags().StringVar(&opts.From, "from", "", "Restore from the offsite bucket: offsite (the copy of --serial) or s3://BUCKET/KEY.")
+	opts.Flags.Add(cmd.Flags())
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -101,13 +129,15 @@ type Check struct {
 // Result is the printed shape (kind Restore).
 type Result struct {
 	cmdutil.TypeMeta `json:",inline"`
-	Object           string  `json:"object"`
-	Namespace        string  `json:"namespace"`
-	Serial           int64   `json:"serial"`
-	Backup           string  `json:"backup,omitempty"`
-	DryRun           bool    `json:"dryRun"`
-	Checks           []Check `json:"checks"`
-	Requested        bool    `json:"requested"`
+	Object           string `json:"object"`
+	Namespace        string `json:"namespace"`
+	Serial           int64  `json:"serial"`
+	Backup           string `json:"backup,omitempty"`
+	// From is the offsite copy restored (s3://bucket/key), with --from.
+	From      string  `json:"from,omitempty"`
+	DryRun    bool    `json:"dryRun"`
+	Checks    []Check `json:"checks"`
+	Requested bool    `json:"requested"`
 	// Outcome with --wait: Restored or Failed.
 	Outcome string `json:"outcome,omitempty"`
 	Message string `json:"message,omitempty"`
@@ -174,8 +204,21 @@ func run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	lock, lockErr := state.ReadLock(ctx, c, ns, l.Suffix)
-	checks, backup := Checks(l, o, lock, lockErr, opts.Serial)
-	res := Result{TypeMeta: cmdutil.Meta("Restore"), Object: o.Ref(), Namespace: ns, Serial: opts.Serial, Backup: backup, DryRun: opts.DryRun, Checks: checks}
+	res := Result{TypeMeta: cmdutil.Meta("Restore"), Object: o.Ref(), Namespace: ns, Serial: opts.Serial, DryRun: opts.DryRun}
+	var importCopy func() (string, error)
+	if opts.From == "" {
+		res.Checks, res.Backup = Checks(l, o, lock, lockErr, opts.Serial)
+	} else {
+		src, err := fetchOffsite(ctx, c, opts, o, l)
+		if err != nil {
+			return err
+		}
+		opts.Serial = src.copy.Serial
+		res.Serial, res.From = src.copy.Serial, src.copy.Location
+		res.Checks = offsiteChecks(l, o, lock, lockErr, src)
+		importCopy = func() (string, error) { return src.write(ctx, c, opts.Clock.Now()) }
+	}
+	checks := res.Checks
 	failed := false
 	for _, ch := range checks {
 		failed = failed || !ch.Passed
@@ -198,6 +241,14 @@ func run(ctx context.Context, opts *Options) error {
 	}
 	if err := cmdutil.Confirm(opts.IO, opts.Yes, fmt.Sprintf("Restore the state of %s to serial %d?", o.Ref(), opts.Serial)); err != nil {
 		return err
+	}
+	if importCopy != nil {
+		name, err := importCopy()
+		if err != nil {
+			return err
+		}
+		res.Backup = name
+		fmt.Fprintf(opts.IO.ErrOut, "Wrote the offsite copy %s into the backup %s.\n", res.From, name)
 	}
 	if err := request(ctx, c, o, opts.Serial); err != nil {
 		return err
@@ -230,6 +281,8 @@ func render(opts *Options, res Result) error {
 	switch {
 	case !allPassed(res.Checks):
 		fmt.Fprintf(opts.IO.Out, "\nNothing was requested. The backups: %s backups list %s -n %s\n", opts.Name, res.Object, res.Namespace)
+	case res.DryRun && res.From != "":
+		fmt.Fprintf(opts.IO.Out, "\n(dry run) would write %s into a backup of %s and annotate it with %s=%d\n", res.From, res.Object, captfv1.RestoreStateAnnotation, res.Serial)
 	case res.DryRun:
 		fmt.Fprintf(opts.IO.Out, "\n(dry run) would annotate %s with %s=%d\n", res.Object, captfv1.RestoreStateAnnotation, res.Serial)
 	}
