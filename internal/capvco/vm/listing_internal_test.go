@@ -28,15 +28,7 @@ func TestListingsShareOnlyListingsStartedAfterTheCaller(t *testing.T) {
 		return []vco.VM{{ID: int(n)}}, nil
 	}
 	got := make(chan int, 4)
-	ask := func() {
-		vms, err := l.List(context.Background(), "cs", list)
-		if err != nil || len(vms) != 1 {
-			t.Errorf("List: %v, %v", vms, err)
-			got <- 0
-			return
-		}
-		got <- vms[0].ID
-	}
+	ask := func() { askID(t, &l, list, got) }
 	go ask()
 	waitFor(t, func() bool { return calls.Load() == 1 })
 	for range 3 {
@@ -119,15 +111,7 @@ func TestListingsWaveSharesOneListing(t *testing.T) {
 	ends := []func(){l.Begin("cs"), l.Begin("cs"), l.Begin("cs"), l.Begin("other")}
 	got := make(chan int, 3)
 	for range 3 {
-		go func() {
-			vms, err := l.List(context.Background(), "cs", list)
-			if err != nil || len(vms) != 1 {
-				t.Errorf("List: %v, %v", vms, err)
-				got <- 0
-				return
-			}
-			got <- vms[0].ID
-		}()
+		go askID(t, &l, list, got)
 	}
 	for range 3 {
 		if id := <-got; id != 1 {
@@ -208,6 +192,17 @@ func TestNilListingsLists(t *testing.T) {
 	if err != nil || len(vms) != 1 || vms[0].ID != 7 {
 		t.Fatalf("%v %v", vms, err)
 	}
+}
+
+// askID lists key "cs" and sends the id of the one VM it got (0 on an error).
+func askID(t *testing.T, l *Listings, list func(context.Context) ([]vco.VM, error), got chan<- int) {
+	vms, err := l.List(context.Background(), "cs", list)
+	if err != nil || len(vms) != 1 {
+		t.Errorf("List: %v, %v", vms, err)
+		got <- 0
+		return
+	}
+	got <- vms[0].ID
 }
 
 // waitFor polls cond: the goroutines under test reach their waits in their own time.
