@@ -22,6 +22,7 @@ import (
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/captf/contract"
+	"github.com/capx-io/capx/internal/captf/statekey"
 )
 
 // Annotations on every chunk Secret of a backup (the anchor's names). They belong in
@@ -411,6 +412,13 @@ var ErrBackupInvalid = errors.New("the backup does not hold the state it claims"
 // and lineage; and that lineage is currentLineage, the lineage of the state the restore would
 // replace, unless there is none (""). A mismatch wraps ErrBackupInvalid.
 func VerifyBackup(ctx context.Context, c client.Reader, namespace string, set BackupSet, currentLineage string) error {
+	return VerifyBackupWith(ctx, c, namespace, "", set, currentLineage, nil)
+}
+
+// VerifyBackupWith is VerifyBackup that also reads a backup of an encrypted state with
+// master, as the state of suffix (see DecodeWith): its serial and lineage are checked inside
+// the ciphertext, so a backup whose clear fields were edited is refused too.
+func VerifyBackupWith(ctx context.Context, c client.Reader, namespace, suffix string, set BackupSet, currentLineage string, master *statekey.Master) error {
 	invalid := func(format string, args ...any) error {
 		return fmt.Errorf("state: backup %s: %s: %w", set.Name, fmt.Sprintf(format, args...), ErrBackupInvalid)
 	}
@@ -433,6 +441,11 @@ func VerifyBackup(ctx context.Context, c client.Reader, namespace string, set Ba
 	facts, err := readState(&chunkReader{chunks: data})
 	if err != nil {
 		return invalid("its data does not decode as a state")
+	}
+	if facts.encrypted && master != nil {
+		if facts, err = decryptState(data, namespace, suffix, master); err != nil {
+			return invalid("%v", err)
+		}
 	}
 	if err := facts.check(set.Name); err != nil {
 		return invalid("%v", err)

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,6 +17,7 @@ import (
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/captf/contract"
+	"github.com/capx-io/capx/internal/captf/statekey"
 )
 
 // Bounds on what Decode reads. Any module can write the state Secrets, so these are what keeps
@@ -71,6 +73,10 @@ type Snapshot struct {
 	Bytes int64
 	// DecompressedBytes is the size of the state JSON.
 	DecompressedBytes int64
+	// Encrypted is true for a state OpenTofu encrypted with the manager's key (statekey): the
+	// facts above come from the plain state, decrypted in memory; the chunks (and so backups)
+	// hold the ciphertext.
+	Encrypted bool
 	// Digest is the hex SHA-256 of the compressed chunks that hold the state, concatenated in
 	// order: what a backup copies, and how two backups of one serial are told apart.
 	Digest string
@@ -143,6 +149,15 @@ func (o Output) IsNull() bool {
 // encrypted state is ErrEncrypted (checked before the version, which an encrypted state does
 // not carry); everything else that does not read is ErrCorrupt.
 func Decode(secrets []corev1.Secret, suffix string) (*Snapshot, error) {
+	return DecodeWith(secrets, suffix, nil)
+}
+
+// DecodeWith is Decode that also reads a state encrypted with master's key for it (see
+// package statekey): decrypted in memory, never written anywhere. An encrypted state that
+// master does not open is ErrEncrypted, with a message saying why (another master key,
+// another object's key, damaged ciphertext) and what to do. A nil master reads plain states
+// only, as Decode.
+func DecodeWith(secrets []corev1.Secret, suffix string, master *statekey.Master) (*Snapshot, error) {
 	base := contract.StateSecretName(suffix)
 	chunks, err := orderChunks(secrets, base)
 	if err != nil {
@@ -170,6 +185,11 @@ func Decode(secrets []corev1.Secret, suffix string) (*Snapshot, error) {
 	if err != nil {
 		return nil, corruptError(base, err)
 	}
+	if facts.encrypted && master != nil {
+		if facts, err = decryptState(data, chunks[0].Namespace, suffix, master); err != nil {
+			return nil, err
+		}
+	}
 	if err := facts.check(base); err != nil {
 		return nil, err
 	}
@@ -183,6 +203,7 @@ func Decode(secrets []corev1.Secret, suffix string) (*Snapshot, error) {
 		TerraformVersion:  facts.terraformVersion,
 		Outputs:           facts.outputs,
 		Resources:         facts.resources,
+		Encrypted:         facts.decrypted,
 		DecompressedBytes: facts.size,
 		InputsHash:        chunks[0].Annotations[captfv1.InputsHashAnnotation],
 		Image:             chunks[0].Annotations[captfv1.AppliedImageAnnotation],
@@ -280,6 +301,7 @@ func orderChunks(secrets []corev1.Secret, base string) ([]*corev1.Secret, error)
 // stateFacts is what readState collects; check turns it into a verdict.
 type stateFacts struct {
 	encrypted        bool
+	decrypted        bool // read from the plain state inside an encrypted one
 	version          json.RawMessage
 	serial           int64
 	hasSerial        bool
@@ -298,7 +320,7 @@ type stateFacts struct {
 func (f *stateFacts) check(base string) error {
 	if f.encrypted {
 		return newError(captfv1.StateEncryptedReason, base,
-			"the state is encrypted with OpenTofu state encryption, which CAPTF cannot read or back up; remove the encryption block from the module and migrate the state with a fallback (unencrypted) method")
+			"the state is encrypted with OpenTofu state encryption and this reader holds no key for it: only the manager reads encrypted states (its key provider, docs/captf/state.md); a state encrypted by the module's own encryption block is not readable by CAPTF")
 	}
 	if f.version == nil {
 		return newError(captfv1.StateCorruptReason, base,
@@ -373,6 +395,45 @@ func corruptError(base string, err error) error {
 	return newError(captfv1.StateCorruptReason, base, msg)
 }
 
+// decryptState reads the encrypted state in the chunks with master: the envelope (bounded by
+// MaxStateBytes, as a plain state is), the plain state decrypted in memory and read as a plain
+// state is, and the clear serial and lineage checked against the plain state's, as OpenTofu
+// checks them.
+func decryptState(data [][]byte, namespace, suffix string, master *statekey.Master) (*stateFacts, error) {
+	base := contract.StateSecretName(suffix)
+	encrypted := func(msg string) error { return newError(captfv1.StateEncryptedReason, base, msg) }
+	gz, err := gzip.NewReader(&chunkReader{chunks: data})
+	if err != nil {
+		return nil, corruptError(base, errGzip{err})
+	}
+	gz.Multistream(false)
+	doc, err := io.ReadAll(&boundedReader{r: gz, left: MaxStateBytes})
+	if err != nil {
+		return nil, corruptError(base, err)
+	}
+	env, err := statekey.ParseEnvelope(doc)
+	if err != nil {
+		return nil, encrypted(err.Error() + "; restore a backup with the " + captfv1.RestoreStateAnnotation + " annotation")
+	}
+	plain, err := env.Decrypt(master, namespace, suffix)
+	if err != nil {
+		return nil, encrypted(err.Error())
+	}
+	in := &boundedReader{r: bytes.NewReader(plain), left: MaxStateBytes}
+	facts, err := readDoc(in)
+	if err != nil {
+		return nil, corruptError(base, err)
+	}
+	if facts.encrypted {
+		return nil, encrypted("the decrypted state is itself encrypted; restore a backup with the " + captfv1.RestoreStateAnnotation + " annotation")
+	}
+	if (env.Serial != nil && *env.Serial != facts.serial) || (env.Lineage != "" && env.Lineage != facts.lineage) {
+		return nil, encrypted("the serial or lineage in the clear differs from the encrypted state's own (the Secret was edited); restore a backup with the " + captfv1.RestoreStateAnnotation + " annotation")
+	}
+	facts.decrypted = true
+	return facts, nil
+}
+
 // readState streams the state JSON out of the compressed chunks. Only the top-level object is
 // walked token by token; each field is decoded (or skipped) on its own and the resources list
 // one resource at a time, so the decoder's buffer holds one value, never the whole state.
@@ -382,7 +443,11 @@ func readState(compressed io.Reader) (*stateFacts, error) {
 		return nil, errGzip{err}
 	}
 	gz.Multistream(false) // bytes past the first gzip member belong to stale chunks
-	in := &boundedReader{r: gz, left: MaxStateBytes}
+	return readDoc(&boundedReader{r: gz, left: MaxStateBytes})
+}
+
+// readDoc reads the facts of a state JSON document.
+func readDoc(in *boundedReader) (*stateFacts, error) {
 	f := &stateFacts{limit: &valueLimit{r: &spaceReader{r: in}}}
 	f.limit.start("", MaxValueBytes)
 	if err := f.readObject(json.NewDecoder(f.limit)); err != nil {

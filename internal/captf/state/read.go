@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capx-io/capx/internal/captf/contract"
+	"github.com/capx-io/capx/internal/captf/statekey"
 )
 
 // Selector is the kubernetes backend's own label selector for the Secrets of a suffix.
@@ -24,11 +25,16 @@ func Selector(suffix string) client.MatchingLabels {
 // them (see Decode). The reader must see Secrets that lack the manager's captf.io/managed label:
 // the backend writes them, so a cache restricted to managed objects would miss them.
 func Read(ctx context.Context, c client.Reader, namespace, suffix string) (*Snapshot, error) {
+	return ReadWith(ctx, c, namespace, suffix, nil)
+}
+
+// ReadWith is Read that also reads a state encrypted with master's key for it (DecodeWith).
+func ReadWith(ctx context.Context, c client.Reader, namespace, suffix string, master *statekey.Master) (*Snapshot, error) {
 	var list corev1.SecretList
 	if err := c.List(ctx, &list, client.InNamespace(namespace), Selector(suffix)); err != nil {
 		return nil, fmt.Errorf("state: list Secrets of %s in namespace %s: %w", contract.StateSecretName(suffix), namespace, err)
 	}
-	return Decode(list.Items, suffix)
+	return DecodeWith(list.Items, suffix, master)
 }
 
 // LockInfo is the backend's lock record (the JSON of app.terraform.io/lock-info, OpenTofu's
