@@ -131,15 +131,23 @@ KREW_INDEX := plugins/krew
 # hack/releaseimages refuses fewer.
 RELEASE_EXTRA_TOOLS := tofu-arm64
 RELEASE_TOFUS := bin/tofu,bin/tofu-arm64
+# The CSI driver image's Debian tools for arm64: extracted from Debian's arm64 packages
+# (this machine's amd64 ones are installed by hack/install-deps.sh).
+RELEASE_DEBIAN_ROOTS := arm64=_artifacts/release/debian-arm64
 else ifeq ($(RELEASE_PLATFORMS),host)
 # The krew templates list every platform, so a host build writes its own beside the snapshot.
 GORELEASER_CONFIG := _artifacts/release/goreleaser-host.yaml
 KREW_INDEX := _artifacts/release/krew-host
 RELEASE_EXTRA_TOOLS :=
 RELEASE_TOFUS := bin/tofu
+RELEASE_DEBIAN_ROOTS :=
 else
 $(error RELEASE_PLATFORMS must be all or host, not "$(RELEASE_PLATFORMS)")
 endif
+
+# debian-roots makes each ARCH=DIR root of Debian packages hack/releaseimages takes another
+# architecture's add-on tools from (hack/releaseimages/debian-root.sh; reused once made).
+debian-roots = $(foreach r,$(1),bash hack/releaseimages/debian-root.sh $(firstword $(subst =, ,$(r))) $(lastword $(subst =, ,$(r)));)
 
 # The key the release's files are signed with (hack/sign): a release's is the project's; a
 # snapshot without CAPX_SIGNING_KEY signs with one generated for it, offline.
@@ -167,7 +175,8 @@ ifeq ($(RELEASE_PLATFORMS),host)
 endif
 	bin/goreleaser release --snapshot --clean --config $(GORELEASER_CONFIG)
 	go run ./hack/krewmanifests -dist dist -index $(KREW_INDEX) $(BINARIES)
-	go run ./hack/releaseimages -dist dist -o dist/images -tofu $(RELEASE_TOFUS) \
+	$(call debian-roots,$(RELEASE_DEBIAN_ROOTS))
+	go run ./hack/releaseimages -dist dist -o dist/images -tofu $(RELEASE_TOFUS) -debian-root '$(RELEASE_DEBIAN_ROOTS)' \
 	  -tofu-version $$(sed -n 's/^OPENTOFU_VERSION=//p' hack/versions.env) -revision $(CAPX_SNAPSHOT_COMMIT) -date $(CAPX_SNAPSHOT_DATE)
 ifeq ($(CAPX_SIGNING_KEY),)
 	rm -rf $(dir $(SIGNING_KEY)) && go run ./hack/sign -generate-key $(dir $(SIGNING_KEY))
@@ -187,7 +196,8 @@ release-publish: release-tools ## Publish the tagged HEAD: build, sign, push the
 	@if [[ -z "$(RELEASE_TAG)" ]]; then echo "release-publish: HEAD has no tag (git tag vX.Y.Z first)"; exit 1; fi
 	go build -o bin/capx-sbom ./hack/sbom
 	CAPX_RELEASE_BUILD_ONLY=1 bin/goreleaser release --clean --skip=publish
-	go run ./hack/releaseimages -dist dist -o dist/images -tofu bin/tofu,bin/tofu-arm64 \
+	$(call debian-roots,arm64=_artifacts/release/debian-arm64)
+	go run ./hack/releaseimages -dist dist -o dist/images -tofu bin/tofu,bin/tofu-arm64 -debian-root arm64=_artifacts/release/debian-arm64 \
 	  -tofu-version $$(sed -n 's/^OPENTOFU_VERSION=//p' hack/versions.env) -revision $$(git rev-parse HEAD) \
 	  -date $$(TZ=UTC git show -s --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ HEAD)
 	go run ./hack/krewmanifests -dist dist $(BINARIES)

@@ -1,7 +1,8 @@
 // Command publishimages pushes the release's images and refuses to let the clusterctl
-// components be published without them: every image of the project that the components name
-// must be in the registry with the digest the release built (dist/images/images.json, written by
-// hack/releaseimages). docs/release.md gives the order of a tagged release.
+// components be published without them: every image of the project that the components name,
+// and every add-on image their manager delivers into workload clusters, must be in the registry
+// with the digest the release built (dist/images/images.json, written by hack/releaseimages).
+// docs/release.md gives the order of a tagged release.
 //
 //	# push the images (after the build-only goreleaser run and hack/releaseimages), then check
 //	go run ./hack/publishimages -push -images dist/images/images.json -save _artifacts/release/published-images.json \
@@ -22,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -31,6 +33,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"github.com/capx-io/capx/hack/dist"
 	"github.com/capx-io/capx/internal/manifest"
 )
 
@@ -47,6 +50,9 @@ type config struct {
 	save       string
 	components []string
 	from, to   string
+	// addons are the add-on components the manager delivers from the project's images
+	// (dist.AddonComponents): the components need them as much as the images they name.
+	addons []string
 }
 
 func main() {
@@ -57,6 +63,9 @@ func main() {
 	mapping := flag.String("map", "", "FROM=TO: push to and check TO wherever a name starts with FROM")
 	flag.Parse()
 	c.components = flag.Args()
+	if c.addons = dist.AddonComponents("."); len(c.addons) == 0 {
+		fail(fmt.Errorf("no add-on component's cmd/ here: run from the repository root (the add-on images the manager delivers are checked too)"))
+	}
 	if *mapping != "" {
 		var ok bool
 		if c.from, c.to, ok = strings.Cut(*mapping, "="); !ok || c.from == "" || c.to == "" {
@@ -115,6 +124,8 @@ func run(ctx context.Context, c config, opts ...remote.Option) error {
 		}
 		refs = append(refs, r...)
 	}
+	addonRefs := delivered(refs, c.addons)
+	refs = append(refs, addonRefs...)
 	inRegistry := map[string]string{}
 	for _, img := range built {
 		ref, err := name.ParseReference(rename(img.Name))
@@ -131,7 +142,7 @@ func run(ctx context.Context, c config, opts ...remote.Option) error {
 		}
 		inRegistry[img.Name] = d.Digest.String()
 	}
-	if errs := unpublished(refs, built, inRegistry); len(errs) > 0 {
+	if errs := append(notBuilt(addonRefs, built), unpublished(refs, built, inRegistry)...); len(errs) > 0 {
 		return fmt.Errorf("the components must not be published: %w", errors.Join(errs...))
 	}
 	fmt.Fprintf(os.Stderr, "publishimages: every image the components name is in its registry (%s)\n", strings.Join(refs, ", "))
@@ -160,6 +171,36 @@ func unpublished(refs []string, built []Image, inRegistry map[string]string) []e
 			errs = append(errs, fmt.Errorf("they name %s, which is not in its registry: push the images first (go run ./hack/publishimages -push, docs/release.md)", ref))
 		case inRegistry[ref] != digest:
 			errs = append(errs, fmt.Errorf("they name %s, which the registry holds as %s while this release built %s", ref, inRegistry[ref], digest))
+		}
+	}
+	return errs
+}
+
+// delivered are the add-on images the manager of the components installs into workload
+// clusters: <repository>/<component>:<tag> beside each <repository>/capx-manager:<tag> they run
+// (the manager's --capvco-addon-image-repository default and its version).
+func delivered(refs, components []string) []string {
+	var out []string
+	for _, ref := range refs {
+		repo := repository(ref)
+		prefix, ok := strings.CutSuffix(repo, "/capx-manager")
+		if !ok || repo == ref {
+			continue
+		}
+		for _, c := range components {
+			out = append(out, prefix+"/"+c+ref[len(repo):])
+		}
+	}
+	return out
+}
+
+// notBuilt names each delivered add-on image the release did not build (unpublished counts an
+// image of another repository as a third party's).
+func notBuilt(refs []string, built []Image) []error {
+	var errs []error
+	for _, ref := range refs {
+		if !slices.ContainsFunc(built, func(i Image) bool { return i.Name == ref }) {
+			errs = append(errs, fmt.Errorf("the manager they run delivers %s into workload clusters, which this release did not build (hack/releaseimages)", ref))
 		}
 	}
 	return errs

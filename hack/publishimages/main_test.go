@@ -144,3 +144,33 @@ func TestComponentImages(t *testing.T) {
 		t.Errorf("images %v", got)
 	}
 }
+
+// TestDeliveredAddons: the manager the components run names its add-on images under its own
+// repository and tag, and an add-on image the release did not build refuses the components even
+// though its repository is not among the release's images.
+func TestDeliveredAddons(t *testing.T) {
+	refs := []string{"ghcr.io/capx-io/capx-manager:v1.0.0", "registry.k8s.io/kube-rbac-proxy:v0.18.0"}
+	got := delivered(refs, []string{"capvco-csi-driver", "capvco-sriov-agent"})
+	if strings.Join(got, " ") != "ghcr.io/capx-io/capvco-csi-driver:v1.0.0 ghcr.io/capx-io/capvco-sriov-agent:v1.0.0" {
+		t.Fatalf("delivered %v", got)
+	}
+	built := []Image{{Name: "ghcr.io/capx-io/capx-manager:v1.0.0", Digest: "sha256:a"}, {Name: "ghcr.io/capx-io/capvco-csi-driver:v1.0.0", Digest: "sha256:b"}}
+	errs := notBuilt(got, built)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "delivers ghcr.io/capx-io/capvco-sriov-agent:v1.0.0 into workload clusters, which this release did not build") {
+		t.Errorf("not built: %v", errs)
+	}
+	// The same through run: the manager's image is pushed, the add-on image is not built.
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	dir := t.TempDir()
+	comp := filepath.Join(dir, "infrastructure-components.yaml")
+	if err := os.WriteFile(comp, []byte(components), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := config{images: release(t, dir), components: []string{comp}, from: "ghcr.io/capx-io", to: strings.TrimPrefix(srv.URL, "http://") + "/capx-io",
+		push: true, addons: []string{"capvco-csi-driver"}}
+	err := run(context.Background(), c)
+	if err == nil || !strings.Contains(err.Error(), "delivers ghcr.io/capx-io/capvco-csi-driver:v1.0.0 into workload clusters, which this release did not build") {
+		t.Errorf("components whose manager delivers an image the release lacks: %v, want a refusal naming it", err)
+	}
+}

@@ -8,14 +8,23 @@
 //   - captf-module-base: the base image for CAPTF module authors: OpenTofu at /captf/runtime
 //     (the toolchain's static tofu, one image per architecture given with -tofu), an empty
 //     /captf/module for the module's files, the contract labels.
+//   - the add-ons the manager installs into workload clusters (addons.go), one image per
+//     component, for the manager's architectures, built here with goreleaser's flags and the
+//     release's version stamp: capvco-cloud-controller-manager, capvco-csi-driver (with
+//     Debian's mount, util-linux, e2fsprogs, xfsprogs and cryptsetup tools and their libraries,
+//     debian.go, from the -debian-root of each architecture), capvco-external-dns-webhook,
+//     capvco-sriov-agent (with its CNI plugin). A component of internal/capvco/addons built
+//     from cmd/ without an entry here is refused.
 //
-// Both are built on test/images.BaseContent (users root and nonroot, a CA bundle, the time
-// zone database, /tmp), run as 65532, and carry the licence notices of what they ship under
-// /usr/share/doc and the OCI labels source, version, revision, licenses, title and description.
-// images.json in the output folder lists each image's name, index digest and platforms.
+// All are built on test/images.BaseContent (users root and nonroot, a CA bundle, the time
+// zone database, /tmp), run as 65532 (the CSI driver as root: its node plugin mounts), and carry
+// the licence notices of what they ship under /usr/share/doc and the OCI labels source, version,
+// revision, licenses, title and description. images.json in the output folder lists each
+// image's name, index digest and platforms.
 //
 //	go run ./hack/releaseimages [-dist dist] [-o dist/images] [-registry ghcr.io/capx-io] \
-//	    -tofu bin/tofu[,bin/tofu-arm64] -tofu-version v1.12.6 -revision COMMIT -date RFC3339
+//	    -tofu bin/tofu[,bin/tofu-arm64] -tofu-version v1.12.6 -revision COMMIT -date RFC3339 \
+//	    [-debian-root arm64=_artifacts/release/debian-arm64]
 package main
 
 import (
@@ -27,6 +36,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -39,11 +49,14 @@ import (
 // config is what one run builds from.
 type config struct {
 	dist, out, registry string
-	tofus               []string // static tofu binaries, one per architecture
-	tofuVersion         string
-	tofuLicense         string // OpenTofu's LICENSE (MPL-2.0)
-	license             string // this project's LICENSE
-	revision, date      string // the commit and its date, for the labels and the SBOMs
+	addons              []addonImage
+	// debianRoots are, by GOARCH, the root file systems the add-ons' Debian tools come from.
+	debianRoots    map[string]string
+	tofus          []string // static tofu binaries, one per architecture
+	tofuVersion    string
+	tofuLicense    string // OpenTofu's LICENSE (MPL-2.0)
+	license        string // this project's LICENSE
+	revision, date string // the commit and its date, for the labels and the SBOMs
 }
 
 func main() {
@@ -57,7 +70,16 @@ func main() {
 	flag.StringVar(&c.license, "license", "LICENSE", "this project's licence")
 	flag.StringVar(&c.revision, "revision", "", "full commit the images are built from")
 	flag.StringVar(&c.date, "date", "", "that commit's date, RFC 3339 (the SBOMs' creation time)")
+	roots := flag.String("debian-root", "", "ARCH=DIR,...: the Debian root file system (with its dpkg database) each architecture's add-on tools come from; default: / for this machine's (hack/install-deps.sh installs them), hack/releaseimages/debian-root.sh makes one for another")
 	flag.Parse()
+	c.addons = addonImages
+	if err := checkAddonImages(".", c.addons); err != nil {
+		fail(err)
+	}
+	var err error
+	if c.debianRoots, err = parseRoots(*roots); err != nil {
+		fail(err)
+	}
 	if c.revision == "" || c.date == "" {
 		fail(fmt.Errorf("-revision and -date are required (the Makefile passes the commit and its date)"))
 	}
@@ -175,25 +197,70 @@ func run(c config) error {
 		return err
 	}
 
+	type release struct {
+		name     string
+		specs    []images.Spec
+		contents func(arch string) []shipped
+	}
+	all := []release{
+		{"capx-manager", managerSpecs, func(arch string) []shipped {
+			return append([]shipped{{"manager", version, "Apache-2.0", "https://github.com/capx-io/capx",
+				"/manager; its Go modules: manager_" + version + "_linux_" + arch + ".spdx.json of the release"}}, baseShipped(version)...)
+		}},
+		{"captf-module-base", baseSpecs, func(string) []shipped {
+			return append([]shipped{{"OpenTofu (/captf/runtime)", c.tofuVersion, "MPL-2.0", "https://github.com/opentofu/opentofu/tree/" + c.tofuVersion,
+				"built unchanged from the Go module github.com/opentofu/opentofu@" + c.tofuVersion}}, baseShipped(version)...)
+		}},
+	}
+
+	// The add-ons, for the manager's architectures, with its build flags.
+	if len(c.addons) > 0 {
+		bins, err := os.MkdirTemp("", "capx-addons-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(bins)
+		specs := map[string][]images.Spec{}
+		contents := map[string]map[string][]shipped{}
+		ldflags, err := releaseLdflags(version, c.revision, c.date)
+		if err != nil {
+			return err
+		}
+		for _, arch := range sortedKeys(managers) {
+			dir := filepath.Join(bins, arch)
+			if err := buildAddons(dir, arch, ldflags, c.addons); err != nil {
+				return err
+			}
+			for _, img := range c.addons {
+				spec, pkgs, err := addonSpec(img, arch, dir, c.debianRoots[arch], base, labels(img.name, img.description))
+				if err != nil {
+					return err
+				}
+				items, err := addonShipped(img, version, dir, pkgs)
+				if err != nil {
+					return err
+				}
+				specs[img.name] = append(specs[img.name], spec)
+				if contents[img.name] == nil {
+					contents[img.name] = map[string][]shipped{}
+				}
+				contents[img.name][arch] = append(items, baseShipped(version)...)
+			}
+		}
+		for _, img := range c.addons {
+			byArch := contents[img.name]
+			all = append(all, release{img.name, specs[img.name], func(arch string) []shipped { return byArch[arch] }})
+		}
+	}
+
 	var built []Image
-	for _, img := range []struct {
-		name  string
-		specs []images.Spec
-	}{{"capx-manager", managerSpecs}, {"captf-module-base", baseSpecs}} {
+	for _, img := range all {
 		b, err := write(c.out, c.registry+"/"+img.name+":"+version, img.name, img.specs)
 		if err != nil {
 			return err
 		}
 		built = append(built, b)
-		contents := func(arch string) []shipped {
-			if img.name == "capx-manager" {
-				return append([]shipped{{"manager", version, "Apache-2.0", "https://github.com/capx-io/capx",
-					"/manager; its Go modules: manager_" + version + "_linux_" + arch + ".spdx.json of the release"}}, baseShipped(version)...)
-			}
-			return append([]shipped{{"OpenTofu (/captf/runtime)", c.tofuVersion, "MPL-2.0", "https://github.com/opentofu/opentofu/tree/" + c.tofuVersion,
-				"built unchanged from the Go module github.com/opentofu/opentofu@" + c.tofuVersion}}, baseShipped(version)...)
-		}
-		if err := writeSBOMs(c.out, img.name, c.registry+"/"+img.name+":"+version, version, c.revision, c.date, contents); err != nil {
+		if err := writeSBOMs(c.out, img.name, c.registry+"/"+img.name+":"+version, version, c.revision, c.date, img.contents); err != nil {
 			return err
 		}
 	}
@@ -293,7 +360,27 @@ func moduleDir(module string) (string, error) {
 	return m.Dir, nil
 }
 
-func sortedKeys(m map[string]string) []string {
+// parseRoots reads -debian-root's ARCH=DIR entries; this machine's architecture defaults to /
+// when it has a dpkg database.
+func parseRoots(v string) (map[string]string, error) {
+	roots := map[string]string{}
+	if _, err := os.Stat("/var/lib/dpkg/status"); err == nil {
+		roots[runtime.GOARCH] = "/"
+	}
+	for _, e := range strings.Split(v, ",") {
+		if strings.TrimSpace(e) == "" {
+			continue
+		}
+		arch, dir, ok := strings.Cut(e, "=")
+		if !ok || arch == "" || dir == "" {
+			return nil, fmt.Errorf("-debian-root %q: want ARCH=DIR", e)
+		}
+		roots[arch] = dir
+	}
+	return roots, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

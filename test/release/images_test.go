@@ -21,11 +21,13 @@ import (
 	"github.com/capx-io/capx/hack/dist"
 )
 
-// TestImages reads the snapshot's OCI layouts back: the manager image and the module base image
-// have one image per linux architecture goreleaser built the manager for; the module base has OpenTofu at
-// /captf/runtime and an empty /captf/module; both hold the base (users, CA roots, time zones,
-// /tmp), carry the OCI labels, run as 65532, and the
-// binary of this machine's image runs (the manager prints the snapshot's version, tofu its own).
+// TestImages reads the snapshot's OCI layouts back: the manager image, the module base image and
+// the add-on images have one image per linux architecture goreleaser built the manager for; the
+// module base has OpenTofu at /captf/runtime and an empty /captf/module; each add-on image its
+// binaries, built from cmd/ and stamped with the snapshot's version and commit; all hold the base
+// (users, CA roots, time zones, /tmp), carry the OCI labels, run as 65532 (the CSI driver as
+// root), and the binary of this machine's image runs (the manager prints the snapshot's
+// version, tofu its own, the add-ons their usage).
 func TestImages(t *testing.T) {
 	s := loadSnapshot(t)
 	revision := s.revision
@@ -36,18 +38,35 @@ func TestImages(t *testing.T) {
 		}
 	}
 	sort.Strings(managerArchs) // the images list their platforms in this order
-	cases := []struct {
+	type imageCase struct {
 		name, entrypoint string
 		archs            []string
 		args             []string
 		want             string
 		paths            map[string]byte // path in the image -> tar type
-	}{
+		user             string
+	}
+	cases := []imageCase{
 		{"capx-manager", "/manager", managerArchs, []string{"version"}, s.version,
-			withBase(map[string]byte{"manager": tar.TypeReg})},
+			withBase(map[string]byte{"manager": tar.TypeReg}), "65532:65532"},
 		// The module base image too: a module built FROM it runs where the manager's Jobs do.
 		{"captf-module-base", "/captf/runtime", managerArchs, []string{"version"}, "OpenTofu v",
-			withBase(map[string]byte{"captf/runtime": tar.TypeReg, "captf/module": tar.TypeDir})},
+			withBase(map[string]byte{"captf/runtime": tar.TypeReg, "captf/module": tar.TypeDir}), "65532:65532"},
+	}
+	// The add-ons the manager delivers (<repository>/<component>:<version>), for the same
+	// architectures: each its cmd/ binary, which prints its usage; the CSI driver runs as root
+	// (its node plugin mounts) and carries the tools (TestCSIDriverImageTools).
+	for _, a := range addonBinaries {
+		paths := map[string]byte{}
+		for _, b := range a.binaries {
+			paths[b] = tar.TypeReg
+		}
+		user := "65532:65532"
+		if a.name == "capvco-csi-driver" {
+			user = "0:0"
+			paths["usr/sbin/mkfs.ext4"], paths["usr/sbin/mkfs.xfs"], paths["usr/sbin/cryptsetup"] = tar.TypeSymlink, tar.TypeReg, tar.TypeReg
+		}
+		cases = append(cases, imageCase{a.name, "/" + a.binaries[0], managerArchs, []string{"--help"}, "Usage:", withBase(paths), user})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -101,7 +120,7 @@ func TestImages(t *testing.T) {
 						t.Errorf("%s: label %s=%q, want %q", d.Platform.Architecture, k, labels[k], v)
 					}
 				}
-				if cf.Config.User != "65532:65532" || strings.Join(cf.Config.Entrypoint, " ") != c.entrypoint {
+				if cf.Config.User != c.user || strings.Join(cf.Config.Entrypoint, " ") != c.entrypoint {
 					t.Errorf("%s: user %q, entrypoint %v", d.Platform.Architecture, cf.Config.User, cf.Config.Entrypoint)
 				}
 				if d.Platform.Architecture == runtime.GOARCH {
@@ -134,6 +153,11 @@ func TestImages(t *testing.T) {
 			}
 			if out := run(t, nil, filepath.Join(root, c.entrypoint), c.args...); !strings.Contains(out, c.want) {
 				t.Errorf("%s %s printed %q, want %q in it", c.entrypoint, strings.Join(c.args, " "), out, c.want)
+			}
+			for _, a := range addonBinaries {
+				if a.name == c.name {
+					checkAddonBinaries(t, s, root, a.binaries)
+				}
 			}
 		})
 	}
@@ -170,7 +194,7 @@ func countCertificates(t *testing.T, path string) int {
 	}
 }
 
-// unpack writes an image's files under root and returns each path's tar type.
+// unpack writes an image's files and links under root and returns each path's tar type.
 func unpack(t *testing.T, img v1.Image, root string) map[string]byte {
 	t.Helper()
 	rc := mutate.Extract(img)
@@ -204,6 +228,13 @@ func unpack(t *testing.T, img v1.Image, root string) map[string]byte {
 				t.Fatal(err)
 			}
 			f.Close()
+		case tar.TypeSymlink:
+			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(h.Linkname, target); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }
