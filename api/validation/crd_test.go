@@ -31,7 +31,7 @@ func TestEveryCRDInstallsWithContractLabels(t *testing.T) {
 	want := map[string]bool{
 		"terraformclusters": true, "terraformmachines": true, "terraformmachinepools": true,
 		"terraformclustertemplates": true, "terraformmachinetemplates": true,
-		"terraformmachinepooltemplates": true, "terraformplans": true,
+		"terraformmachinepooltemplates": true, "terraformmachinepoolmachines": true, "terraformplans": true,
 		"vcoclusters": true, "vcomachines": true, "vcoclustertemplates": true, "vcomachinetemplates": true,
 	}
 	for _, crd := range crds.Items {

@@ -61,6 +61,12 @@ type TerraformMachinePoolStatus struct {
 	// +optional
 	Replicas int32 `json:"replicas"`
 
+	// infrastructureMachineKind is TerraformMachinePoolMachine once the pool keeps one per
+	// instance: Cluster API's MachinePool controller then makes a Machine for each.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	InfrastructureMachineKind string `json:"infrastructureMachineKind,omitempty"`
+
 	// instances from the module's instances output (at most 1000 kept).
 	// +optional
 	// +listType=atomic
