@@ -90,9 +90,10 @@ e2e: e2e-tools ## Run the end-to-end suites on real local management clusters, t
 	  e2e-nodes '$(MAKE) --no-print-directory -o e2e-tools e2e-nodes'
 
 .PHONY: e2e-tools
-e2e-tools: ## Build (once per machine, then cached) what the e2e suites need: every tool and the real CSI sidecars.
+e2e-tools: ## Build (once per machine, then cached) what the e2e suites need: every tool, the real CSI sidecars and external-dns.
 	bash hack/toolchain.sh all
 	bash hack/csi-sidecars.sh
+	bash hack/external-dns.sh
 
 .PHONY: e2e-suite
 e2e-suite: e2e-tools ## The e2e lane of test/e2e alone (its clusters e2e-a, e2e-b).

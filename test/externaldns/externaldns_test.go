@@ -1,11 +1,12 @@
-//go:build externaldns
+//go:build e2e
 
 // This test runs the real external-dns against a real API server (envtest) and the
-// capvco-external-dns-webhook provider on the whitesky.cloud simulator. It builds only with
-// -tags externaldns, because it needs an external-dns binary that takes minutes to build:
+// capvco-external-dns-webhook provider on the whitesky.cloud simulator. It is one of the e2e
+// packages (make e2e, which builds external-dns first with hack/external-dns.sh), because the
+// external-dns binary takes minutes to build the first time:
 //
 //	hack/external-dns.sh            # builds bin/external-dns (v0.20.0, from the Go module proxy)
-//	go test -tags externaldns -v ./test/externaldns/
+//	go test -tags e2e -v ./test/externaldns/
 //
 // EXTERNAL_DNS names another binary. Without one the test fails and names the command above.
 package externaldns_test
@@ -69,33 +70,68 @@ func platform(t *testing.T, api *vco.Client) []string {
 	return out
 }
 
+// scenario is one test's world: a simulator with a cloudspace that has its public IP, the
+// webhook provider serving it, and a namespace of its own on the API server.
+type scenario struct {
+	t       *testing.T
+	bin     string
+	sim     *vcosim.Server
+	api     *vco.Client
+	csID    string
+	cs      vco.Cloudspace
+	webhook string
+	ns      string
+}
+
+// newScenario makes the world; name is both the cloudspace's and the namespace's.
+func newScenario(t *testing.T, name string) *scenario {
+	t.Helper()
+	ctx := context.Background()
+	sc := &scenario{t: t, bin: binary(t), ns: name}
+	sc.sim = vcosim.NewTestServer(t, vcosim.Options{})
+	sc.api = vcotest.Client(t, sc.sim, vcosim.SeedClusterPrinc)
+	var err error
+	if sc.csID, err = sc.api.CreateCloudspace(ctx, vco.CreateCloudspaceRequest{Name: name, Location: vcosim.SeedLocation}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); sc.cs.ExternalNetworkIP == ""; time.Sleep(10 * time.Millisecond) {
+		if sc.cs, err = sc.api.GetCloudspace(ctx, sc.csID); err != nil || time.Now().After(deadline) {
+			t.Fatalf("cloudspace %s has no public IP: %+v, %v", sc.csID, sc.cs, err)
+		}
+	}
+	p := &externaldns.Provider{API: sc.api, Cloudspaces: []string{sc.csID}, Filter: externaldns.DomainFilter{Include: []string{domain}}, Log: testr.New(t)}
+	webhook := httptest.NewServer(externaldns.Handler(p))
+	t.Cleanup(webhook.Close)
+	sc.webhook = webhook.URL
+	if err := env.Client.Create(ctx, testenv.Namespace(name)); err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// once runs external-dns --once (the TXT registry, policy sync, the domain filter) on the
+// scenario's namespace through the webhook, with the sources, timeouts and owner id in args.
+func (sc *scenario) once(wantOK bool, args ...string) {
+	sc.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	args = append([]string{"--once", "--kubeconfig=" + env.KubeconfigPath, "--namespace=" + sc.ns,
+		"--provider=webhook", "--webhook-provider-url=" + sc.webhook,
+		"--registry=txt", "--policy=sync", "--domain-filter=" + domain, "--log-level=debug"}, args...)
+	out, err := exec.CommandContext(ctx, sc.bin, args...).CombinedOutput()
+	if (err == nil) != wantOK {
+		sc.t.Fatalf("external-dns --once: %v (want success: %v)\n%s", err, wantOK, out)
+	}
+}
+
 // TestRealExternalDNS: external-dns (--once, the TXT registry, policy sync) creates the A
 // record and its ownership TXT records of an annotated LoadBalancer Service in the simulator,
 // moves them when the hostname changes, converges after a platform fault in the middle of a
 // change set, and removes them all when the Service is deleted.
 func TestRealExternalDNS(t *testing.T) {
-	bin := binary(t)
 	ctx := context.Background()
-	sim := vcosim.NewTestServer(t, vcosim.Options{})
-	api := vcotest.Client(t, sim, vcosim.SeedClusterPrinc)
-	csID, err := api.CreateCloudspace(ctx, vco.CreateCloudspaceRequest{Name: "edns", Location: vcosim.SeedLocation})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cs vco.Cloudspace
-	for deadline := time.Now().Add(time.Minute); cs.ExternalNetworkIP == ""; time.Sleep(10 * time.Millisecond) {
-		if cs, err = api.GetCloudspace(ctx, csID); err != nil || time.Now().After(deadline) {
-			t.Fatalf("cloudspace %s has no public IP: %+v, %v", csID, cs, err)
-		}
-	}
-	p := &externaldns.Provider{API: api, Cloudspaces: []string{csID}, Filter: externaldns.DomainFilter{Include: []string{domain}}, Log: testr.New(t)}
-	webhook := httptest.NewServer(externaldns.Handler(p))
-	t.Cleanup(webhook.Close)
-
-	ns := "edns"
-	if err := env.Client.Create(ctx, testenv.Namespace(ns)); err != nil {
-		t.Fatal(err)
-	}
+	sc := newScenario(t, "edns")
+	sim, api, csID, cs, ns := sc.sim, sc.api, sc.csID, sc.cs, sc.ns
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Annotations: map[string]string{"external-dns.alpha.kubernetes.io/hostname": "web." + domain}},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "web"},
@@ -110,19 +146,9 @@ func TestRealExternalDNS(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	run := func(wantOK bool) string {
+	run := func(wantOK bool) {
 		t.Helper()
-		cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(cctx, bin, "--once", "--kubeconfig="+env.KubeconfigPath, "--source=service",
-			"--namespace="+ns, "--provider=webhook", "--webhook-provider-url="+webhook.URL,
-			"--webhook-provider-read-timeout=2m", "--webhook-provider-write-timeout=2m",
-			"--registry=txt", "--txt-owner-id=capx-test", "--policy=sync", "--domain-filter="+domain, "--log-level=debug")
-		out, err := cmd.CombinedOutput()
-		if (err == nil) != wantOK {
-			t.Fatalf("external-dns --once: %v (want success: %v)\n%s", err, wantOK, out)
-		}
-		return string(out)
+		sc.once(wantOK, "--source=service", "--webhook-provider-read-timeout=2m", "--webhook-provider-write-timeout=2m", "--txt-owner-id=capx-test")
 	}
 	has := func(name, typ string) bool { return slices.Contains(platform(t, api), name+" "+typ) }
 
@@ -164,28 +190,9 @@ func TestRealExternalDNS(t *testing.T) {
 // the TXT registry, an owner id of the cluster's): an Ingress's host gets its A record on the
 // cloudspace whose public IP its status names, and loses it when the Ingress is deleted.
 func TestRealExternalDNSIngress(t *testing.T) {
-	bin := binary(t)
 	ctx := context.Background()
-	sim := vcosim.NewTestServer(t, vcosim.Options{})
-	api := vcotest.Client(t, sim, vcosim.SeedClusterPrinc)
-	csID, err := api.CreateCloudspace(ctx, vco.CreateCloudspaceRequest{Name: "edns-ingress", Location: vcosim.SeedLocation})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cs vco.Cloudspace
-	for deadline := time.Now().Add(time.Minute); cs.ExternalNetworkIP == ""; time.Sleep(10 * time.Millisecond) {
-		if cs, err = api.GetCloudspace(ctx, csID); err != nil || time.Now().After(deadline) {
-			t.Fatalf("cloudspace %s has no public IP: %+v, %v", csID, cs, err)
-		}
-	}
-	p := &externaldns.Provider{API: api, Cloudspaces: []string{csID}, Filter: externaldns.DomainFilter{Include: []string{domain}}, Log: testr.New(t)}
-	webhook := httptest.NewServer(externaldns.Handler(p))
-	t.Cleanup(webhook.Close)
-
-	ns := "edns-ingress"
-	if err := env.Client.Create(ctx, testenv.Namespace(ns)); err != nil {
-		t.Fatal(err)
-	}
+	sc := newScenario(t, "edns-ingress")
+	api, csID, cs, ns := sc.api, sc.csID, sc.cs, sc.ns
 	prefix := networkingv1.PathTypePrefix
 	ing := &networkingv1.Ingress{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"},
@@ -203,15 +210,7 @@ func TestRealExternalDNSIngress(t *testing.T) {
 	}
 	run := func() {
 		t.Helper()
-		cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(cctx, bin, "--once", "--kubeconfig="+env.KubeconfigPath, "--source=service", "--source=ingress",
-			"--namespace="+ns, "--provider=webhook", "--webhook-provider-url="+webhook.URL,
-			"--webhook-provider-read-timeout=10m", "--webhook-provider-write-timeout=10m",
-			"--registry=txt", "--txt-owner-id=capvco-"+ns+"-prod", "--policy=sync", "--domain-filter="+domain, "--log-level=debug").CombinedOutput()
-		if err != nil {
-			t.Fatalf("external-dns --once: %v\n%s", err, out)
-		}
+		sc.once(true, "--source=service", "--source=ingress", "--webhook-provider-read-timeout=10m", "--webhook-provider-write-timeout=10m", "--txt-owner-id=capvco-"+ns+"-prod")
 	}
 	run()
 	recs, err := api.ListCloudspaceDNSRecords(ctx, csID)
