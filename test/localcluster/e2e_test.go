@@ -307,9 +307,9 @@ func nodeNames(nodes []corev1.Node) []string {
 
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	wd, err := os.Getwd()
+	root, err := localcluster.RepoRoot()
 	must(t, err)
-	return filepath.Join(wd, "..", "..")
+	return root
 }
 
 func must(t *testing.T, err error) {

@@ -35,11 +35,8 @@ import (
 func TestClusterctlMoveAfterRegisterInventory(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	src, err := testenv.Start(testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = src.Stop() })
+	const ns = "moving"
+	src := moveSource(t, ns)
 
 	// CAPI's CRDs labelled for clusterctl (its kustomize configuration does that), no inventory
 	// CRD on the source yet.
@@ -52,19 +49,7 @@ func TestClusterctlMoveAfterRegisterInventory(t *testing.T) {
 	labelForClusterctl(t, env.Client, "clusters.cluster.x-k8s.io", "cluster-api")
 	_ = env.Client.Delete(ctx, &clusterctlv1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: "capx-system", Name: "infrastructure-capx"}})
 
-	const ns = "moving"
-	for _, c := range []client.Client{src.Client, env.Client} {
-		g.Expect(client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
-		g.Expect(client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "capx-system"}}))).To(Succeed())
-	}
-	cl := testenv.Cluster(ns, "c1", "TerraformCluster", "c1")
-	g.Expect(src.Client.Create(ctx, cl)).To(Succeed())
-	cl.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
-	cl.Status.Conditions = []metav1.Condition{{Type: clusterv1.ClusterControlPlaneInitializedCondition, Status: metav1.ConditionTrue, Reason: "Initialized", LastTransitionTime: metav1.Now()}}
-	g.Expect(src.Client.Status().Update(ctx, cl)).To(Succeed())
-	tc := testenv.TerraformCluster(ns, "c1", "c1", clusterImage)
-	tc.OwnerReferences = []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: "c1", UID: cl.UID, Controller: ptr.To(true)}}
-	g.Expect(src.Client.Create(ctx, tc)).To(Succeed())
+	tc := provisionedOn(t, src, ns, "c1", func(*captfv1.TerraformCluster) {})
 	state := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tfstate-default-0123456789abcdef-c",
 		Labels:          map[string]string{clusterctlv1.ClusterctlMoveLabel: ""},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: captfv1.GroupVersion.String(), Kind: "TerraformCluster", Name: "c1", UID: tc.UID}}},
@@ -89,6 +74,49 @@ func TestClusterctlMoveAfterRegisterInventory(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c1"}, &captfv1.TerraformCluster{})).To(Succeed())
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(state), &corev1.Secret{})).To(Succeed())
 	g.Expect(apierrors.IsNotFound(src.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c1"}, &captfv1.TerraformCluster{}))).To(BeTrue())
+}
+
+// moveSource starts the source API server of a move test and makes the namespace and
+// capx-system on it and on the target (env).
+func moveSource(t *testing.T, ns string) *testenv.Env {
+	t.Helper()
+	src, err := testenv.Start(testenv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = src.Stop() })
+	for _, c := range []client.Client{src.Client, env.Client} {
+		for _, name := range []string{ns, "capx-system"} {
+			if err := client.IgnoreAlreadyExists(c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return src
+}
+
+// provisionedOn creates on src a Cluster whose infrastructure is provisioned and control plane
+// initialised (what clusterctl move checks first) and its TerraformCluster, both called name;
+// edit changes the TerraformCluster before it is created.
+func provisionedOn(t *testing.T, src *testenv.Env, ns, name string, edit func(*captfv1.TerraformCluster)) *captfv1.TerraformCluster {
+	t.Helper()
+	ctx := context.Background()
+	cl := testenv.Cluster(ns, name, "TerraformCluster", name)
+	if err := src.Client.Create(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	cl.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
+	cl.Status.Conditions = []metav1.Condition{{Type: clusterv1.ClusterControlPlaneInitializedCondition, Status: metav1.ConditionTrue, Reason: "Initialized", LastTransitionTime: metav1.Now()}}
+	if err := src.Client.Status().Update(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	tc := testenv.TerraformCluster(ns, name, name, clusterImage)
+	tc.OwnerReferences = []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: name, UID: cl.UID, Controller: ptr.To(true)}}
+	edit(tc)
+	if err := src.Client.Create(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	return tc
 }
 
 // labelForClusterctl gives a CRD the labels clusterctl init stamps on every component.

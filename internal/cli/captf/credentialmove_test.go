@@ -9,8 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,7 +17,6 @@ import (
 	"github.com/capx-io/capx/internal/captf/movelabel"
 	"github.com/capx-io/capx/internal/cli/cmdutil"
 	climove "github.com/capx-io/capx/internal/cli/move"
-	"github.com/capx-io/capx/internal/testenv"
 )
 
 // TestCredentialsMoveWithClusterctl (issue 23 item 3): the real clusterctl move carries the
@@ -32,30 +29,15 @@ import (
 func TestCredentialsMoveWithClusterctl(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	src, err := testenv.Start(testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = src.Stop() })
+	const ns = "moving-credentials"
+	src := moveSource(t, ns)
 	for _, c := range []client.Client{src.Client, env.Client} {
 		labelForClusterctl(t, c, "clusters.cluster.x-k8s.io", "cluster-api")
 	}
-
-	const ns = "moving-credentials"
-	for _, c := range []client.Client{src.Client, env.Client} {
-		g.Expect(client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
-		g.Expect(client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "capx-system"}}))).To(Succeed())
-	}
-	cl := testenv.Cluster(ns, "c2", "TerraformCluster", "c2")
-	g.Expect(src.Client.Create(ctx, cl)).To(Succeed())
-	cl.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
-	cl.Status.Conditions = []metav1.Condition{{Type: clusterv1.ClusterControlPlaneInitializedCondition, Status: metav1.ConditionTrue, Reason: "Initialized", LastTransitionTime: metav1.Now()}}
-	g.Expect(src.Client.Status().Update(ctx, cl)).To(Succeed())
-	tc := testenv.TerraformCluster(ns, "c2", "c2", clusterImage)
-	tc.OwnerReferences = []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: "c2", UID: cl.UID, Controller: ptr.To(true)}}
-	tc.Spec.CredentialsRef = &corev1.LocalObjectReference{Name: "cloud"}
-	tc.Spec.Defaults = &captfv1.WorkspaceDefaults{CredentialsRef: &corev1.LocalObjectReference{Name: "shared"}}
-	g.Expect(src.Client.Create(ctx, tc)).To(Succeed())
+	provisionedOn(t, src, ns, "c2", func(tc *captfv1.TerraformCluster) {
+		tc.Spec.CredentialsRef = &corev1.LocalObjectReference{Name: "cloud"}
+		tc.Spec.Defaults = &captfv1.WorkspaceDefaults{CredentialsRef: &corev1.LocalObjectReference{Name: "shared"}}
+	})
 	for _, name := range []string{"cloud", "shared"} {
 		g.Expect(src.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, StringData: map[string]string{"TOKEN": "t0ken-" + name}})).To(Succeed())
 	}
