@@ -97,6 +97,10 @@ type Settings struct {
 	// Platform is the manager's endpoint policy (--vco-allow-http, --vco-allowed-hosts), for
 	// the add-ons' configs: they reach the platform exactly as the manager does.
 	Platform Platform
+	// ControlPlaneReplicas is how many control-plane machines the cluster wants, as Cluster API
+	// reports it (the Cluster's status.controlPlane.desiredReplicas; 0 while it has not said).
+	// Delivery fills it in.
+	ControlPlaneReplicas int32
 }
 
 // Platform is the manager's endpoint policy.

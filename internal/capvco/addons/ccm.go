@@ -44,6 +44,7 @@ func (CloudControllerManager) Render(s Settings) (Rendered, error) {
 		Image: s.Image("capvco-cloud-controller-manager"), CredentialsSecret: CCMCredentialsSecret,
 		Cluster: ccmconfig.Cluster{Namespace: vc.Namespace, Name: s.ClusterName}, Sites: sites, LoadBalancer: lb,
 		Platform: ccmconfig.Platform{AllowHTTP: s.Platform.AllowHTTP, AllowedHosts: s.Platform.AllowedHosts},
+		Replicas: ccmReplicas(s.ControlPlaneReplicas),
 	})
 	objs, err := renderedObjects(stream, err)
 	if err != nil {
@@ -53,4 +54,15 @@ func (CloudControllerManager) Render(s Settings) (Rendered, error) {
 		Namespace: "kube-system", Name: CCMCredentialsSecret, From: from, Field: field,
 		Keys: credentialKeys, Required: []string{vco.SecretKeyURL, vco.SecretKeyCustomer},
 	}}}, nil
+}
+
+// ccmReplicas is two (one leads, the other waits) on a cluster with two control-plane machines
+// or more, one on a cluster with a single control plane: the Pods run on the host network, one
+// to a control-plane node (the Deployment's anti-affinity), so a second replica there would
+// stay unscheduled and the add-on would never be available. Not known yet (0): two.
+func ccmReplicas(controlPlane int32) int {
+	if controlPlane == 1 {
+		return 1
+	}
+	return 2
 }

@@ -22,6 +22,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/kubeconfig"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -106,6 +108,7 @@ type Outcome struct {
 func (d *Delivery) Reconcile(ctx context.Context, t Target, now time.Time) Observed {
 	s := d.Manager
 	s.VCOCluster, s.ClusterName = t.VCOCluster, t.ClusterName
+	s.ControlPlaneReplicas = d.controlPlaneReplicas(ctx, t)
 	obs := Observed{}
 	var due []int
 	var rendered []Rendered
@@ -158,6 +161,17 @@ func (d *Delivery) Reconcile(ctx context.Context, t Target, now time.Time) Obser
 		}
 	}
 	return obs
+}
+
+// controlPlaneReplicas reads how many control-plane machines the target's Cluster wants; 0
+// when the Cluster cannot be read or Cluster API has not said yet (the add-ons then render
+// their defaults, and apply again once it has).
+func (d *Delivery) controlPlaneReplicas(ctx context.Context, t Target) int32 {
+	c := &clusterv1.Cluster{}
+	if err := d.Management.Get(ctx, client.ObjectKey{Namespace: t.VCOCluster.Namespace, Name: t.ClusterName}, c); err != nil || c.Status.ControlPlane == nil {
+		return 0
+	}
+	return ptr.Deref(c.Status.ControlPlane.DesiredReplicas, 0)
 }
 
 func waitingFor(t Target, err error) string {
