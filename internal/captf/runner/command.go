@@ -74,7 +74,7 @@ func NewCommand(io IO) *cobra.Command {
 		Short: "Run one CAPTF operation inside a module image (the entrypoint of every CAPTF Job)",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newCopyCommand(), newRunCommand(io))
+	cmd.AddCommand(newCopyCommand(), newRunCommand(io), newStateKeyCommand())
 	return cmd
 }
 
@@ -150,6 +150,9 @@ type options struct {
 	eventObject      string
 	jobName          string
 	secretEnv        []string
+	stateEncryption  string
+	stateKey         stateKeyFlags
+	stateKeyHelper   string
 }
 
 // maxRestoreChunks matches the state reader's bound: the backend never writes more chunks for
@@ -212,6 +215,9 @@ document to --result-file. Exit codes: 0 success, 1 failure (the result's error.
 	f.StringVar(&o.eventObject, "event-object", "", "post progress Events on this object: <apiVersion>/<kind>/<namespace>/<name>/<uid>")
 	f.StringVar(&o.jobName, "job-name", "", "the Job running this operation, named in progress Events")
 	f.StringArrayVar(&o.secretEnv, "secret-env", nil, "environment variable filled from a Secret; its value is redacted whatever its name (repeatable)")
+	f.StringVar(&o.stateEncryption, "state-encryption", "", "encrypt: OpenTofu writes the state encrypted with the manager's key (a plain state is still read); decrypt: writes it plain (an encrypted one is still read); empty: no encryption")
+	o.stateKey.register(cmd, "state-key-")
+	f.StringVar(&o.stateKeyHelper, "state-key-helper", contract.RunnerPath, "the runner executable OpenTofu runs as its key provider (`runner state-key`)")
 	return cmd
 }
 
@@ -256,6 +262,9 @@ func (o *options) validate() error {
 	}
 	if o.op == contract.OpRestore && (o.restoreChunks < 1 || o.restoreChunks > maxRestoreChunks) {
 		return fmt.Errorf("--op=restore needs --restore-chunks between 1 and %d", maxRestoreChunks)
+	}
+	if err := o.validateEncryption(); err != nil {
+		return err
 	}
 	if o.restoreResources < 0 {
 		return errors.New("--restore-resources must not be negative")

@@ -162,6 +162,9 @@ func (r *run) runOp(ctx context.Context, environ []string) *failure {
 		}
 		return &failure{kind: runresult.KindImageLayout, step: "version", summary: r.red.String(err.Error())}
 	}
+	if f := r.setupEncryption(ctx); f != nil {
+		return f
+	}
 	if f := r.init(ctx); f != nil {
 		return f
 	}
