@@ -234,9 +234,20 @@ func (r *run) restoreOp(ctx context.Context) *failure {
 	if err := r.o.checkRestoreDigest(); err != nil {
 		return &failure{kind: runresult.KindStep, step: "prepare", summary: err.Error()}
 	}
+	plain, f := r.decryptRestore(ctx)
+	if f != nil {
+		return f
+	}
 	if f := r.run1(ctx, "state-pull", func(ctx context.Context) error {
 		current, err := r.tf.StatePull(ctx)
 		if err != nil {
+			return err
+		}
+		if plain != nil {
+			if err := sameLineageDoc(plain, []byte(current)); err != nil {
+				return &stepError{code: 1, summary: err.Error()}
+			}
+			plain, err = raiseSerialDoc(plain, []byte(current))
 			return err
 		}
 		if err := sameLineage(r.restore, []byte(current)); err != nil {
@@ -247,6 +258,9 @@ func (r *run) restoreOp(ctx context.Context) *failure {
 		return f
 	}
 	if f := r.run1(ctx, "state-push", func(ctx context.Context) error {
+		if plain != nil {
+			return r.pushInMemory(ctx, plain)
+		}
 		return r.tf.StatePush(ctx, r.restore, tfexec.Lock(true), r.lockTimeout())
 	}); f != nil {
 		return f
@@ -430,6 +444,15 @@ func (o *options) checkRestoreDigest() error {
 // sameLineage checks that the state file at path continues the history of current (a state as
 // `state pull` prints it; empty when there is none): their lineages are equal.
 func sameLineage(path string, current []byte) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return sameLineageDoc(b, current)
+}
+
+// sameLineageDoc is sameLineage of a restored state in memory.
+func sameLineageDoc(b, current []byte) error {
 	if len(bytes.TrimSpace(current)) == 0 {
 		return nil
 	}
@@ -438,10 +461,6 @@ func sameLineage(path string, current []byte) error {
 	}
 	if err := json.Unmarshal(current, &cur); err != nil {
 		return fmt.Errorf("runner: read the current state's lineage: %w", err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
 	}
 	if err := json.Unmarshal(b, &restored); err != nil {
 		return fmt.Errorf("runner: read the restored state's lineage: %w", err)
@@ -456,32 +475,39 @@ func sameLineage(path string, current []byte) error {
 // `state pull` prints it; empty when there is none) when current's is not lower. Everything
 // else in the file is kept as it is.
 func raiseSerial(path string, current []byte) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	raised, err := raiseSerialDoc(b, current)
+	if err != nil || bytes.Equal(raised, b) {
+		return err
+	}
+	return os.WriteFile(path, raised, 0o600)
+}
+
+// raiseSerialDoc is raiseSerial of a restored state in memory: it returns b itself when the
+// serial is already past the current one.
+func raiseSerialDoc(b, current []byte) ([]byte, error) {
 	var cur struct {
 		Serial int64 `json:"serial"`
 	}
 	if len(bytes.TrimSpace(current)) > 0 {
 		if err := json.Unmarshal(current, &cur); err != nil {
-			return fmt.Errorf("runner: read the current state's serial: %w", err)
+			return nil, fmt.Errorf("runner: read the current state's serial: %w", err)
 		}
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
 	}
 	var st map[string]json.RawMessage
 	if err := json.Unmarshal(b, &st); err != nil {
-		return fmt.Errorf("runner: read the restored state: %w", err)
+		return nil, fmt.Errorf("runner: read the restored state: %w", err)
 	}
 	var serial int64
 	if err := json.Unmarshal(st["serial"], &serial); err != nil {
-		return fmt.Errorf("runner: read the restored state's serial: %w", err)
+		return nil, fmt.Errorf("runner: read the restored state's serial: %w", err)
 	}
 	if cur.Serial < serial {
-		return nil
+		return b, nil
 	}
 	st["serial"] = json.RawMessage(strconv.FormatInt(cur.Serial+1, 10))
-	if b, err = json.Marshal(st); err != nil {
-		return err
-	}
-	return os.WriteFile(path, b, 0o600)
+	return json.Marshal(st)
 }

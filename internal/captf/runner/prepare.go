@@ -281,8 +281,10 @@ func (o *options) assembleRestore() (string, error) {
 		return "", fmt.Errorf("runner: restored state is not JSON: %w", err)
 	}
 	switch {
+	case head.EncryptionVersion != nil && o.stateEncryption == "":
+		return "", errors.New("runner: restored state is encrypted, and this Job has no state key (--state-encryption): turn state encryption on for the object to restore it")
 	case head.EncryptionVersion != nil:
-		return "", errors.New("runner: restored state is encrypted; the runner cannot push encrypted state")
+		// Decrypted in memory by the restore step (restorePlain); the file keeps the ciphertext.
 	case head.Version == nil || *head.Version != 4:
 		return "", errors.New("runner: restored state is not a version 4 state")
 	case head.Lineage == "":

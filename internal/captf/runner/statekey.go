@@ -122,3 +122,42 @@ func envList(env map[string]string) []string {
 	}
 	return out
 }
+
+// decryptRestore returns the plain state of an encrypted backup being restored, decrypted in
+// memory with this Pod's key (nil for a plain backup): `state push` reads only plain states,
+// and the plain state must never reach a file.
+func (r *run) decryptRestore(ctx context.Context) ([]byte, *failure) {
+	doc, err := os.ReadFile(r.restore)
+	if err != nil || !statekey.IsEnvelope(doc) {
+		return nil, nil // a plain backup; a read error shows in the push
+	}
+	fail := func(err error) *failure {
+		return &failure{kind: runresult.KindStep, step: "prepare", summary: "runner: the encrypted backup: " + r.red.String(err.Error())}
+	}
+	g, err := r.o.stateKey.fetch(ctx)
+	if err != nil {
+		return nil, fail(err)
+	}
+	env, err := statekey.ParseEnvelope(doc)
+	if err != nil {
+		return nil, fail(err)
+	}
+	plain, err := env.OpenGrant(g)
+	if err != nil {
+		return nil, fail(err)
+	}
+	return plain, nil
+}
+
+// pushInMemory runs `state push -` with the plain state on its standard input: the runtime
+// encrypts it on the way to the backend (terraform-exec cannot feed a command's input).
+func (r *run) pushInMemory(ctx context.Context, plain []byte) error {
+	cmd := exec.CommandContext(ctx, r.o.bin, "state", "push", "-lock=true", "-lock-timeout="+r.o.lockTimeout.String(), "-")
+	cmd.Dir = r.root
+	cmd.Env = envList(r.env)
+	cmd.Stdin = bytes.NewReader(plain)
+	cmd.Stdout, cmd.Stderr = r.stdout, r.stderr
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = r.o.childGrace()
+	return cmd.Run()
+}

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -18,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
@@ -211,4 +215,75 @@ func TestStateKeyRefused(t *testing.T) {
 	var list corev1.SecretList
 	must(t, env.Client.List(ctx, &list, state.Selector(f.suffix)))
 	g.Expect(list.Items).To(BeEmpty(), "nothing was written")
+}
+
+// TestEncryptedBackupRestores backs an encrypted state up as the manager does (the ciphertext
+// as it is), checks the backup with the manager's key, and restores it with a restore Job's
+// flags: the runner decrypts it in memory, pushes it with a serial past the current one, and the
+// backend holds it encrypted again with the backup's lineage and resources.
+func TestEncryptedBackupRestores(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ks := startKeyServer(t)
+	f := newFixture(t, "cluster")
+	token := f.runnerPod(ctx)
+	args := f.encryptionArgs(ks, "encrypt", token)
+	f.run(ctx, "apply", args...).ok(t)
+
+	snap, err := state.ReadWith(ctx, env.Client, f.ns, f.suffix, ks.master)
+	g.Expect(err).NotTo(HaveOccurred())
+	obj := &captfv1.TerraformCluster{}
+	must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "obj0"}, obj))
+	owner := metav1.OwnerReference{APIVersion: captfv1.GroupVersion.String(), Kind: contract.KindCluster, Name: obj.Name, UID: obj.UID}
+	_, err = state.Backup(ctx, env.Client, snap, owner, state.BackupOptions{Keep: 5})
+	g.Expect(err).NotTo(HaveOccurred())
+	set, err := state.FindBackup(ctx, env.Client, f.ns, f.suffix, snap.Serial)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(state.VerifyBackupWith(ctx, env.Client, f.ns, f.suffix, set, snap.Lineage, ks.master)).To(Succeed())
+	other, _ := statekey.NewMaster(bytes.Repeat([]byte{9}, statekey.KeyBytes))
+	err = state.VerifyBackupWith(ctx, env.Client, f.ns, f.suffix, set, snap.Lineage, other)
+	g.Expect(errors.Is(err, state.ErrBackupInvalid)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("another master key"))
+
+	f.run(ctx, "destroy", args...).ok(t)
+	destroyed, err := state.ReadWith(ctx, env.Client, f.ns, f.suffix, ks.master)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(destroyed.Encrypted).To(BeTrue())
+	g.Expect(destroyed.Resources).To(Equal(0))
+
+	var chunks [][]byte
+	for _, name := range set.Chunks {
+		s := &corev1.Secret{}
+		must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, s))
+		chunks = append(chunks, s.Data[contract.BackendStateKey])
+	}
+	f.writeRestoreChunks(chunks...)
+	sum := sha256.Sum256(bytes.Join(chunks, nil))
+	restoreArgs := append([]string{fmt.Sprintf("--restore-chunks=%d", len(chunks)), "--restore-resources=3",
+		"--restore-digest=" + hex.EncodeToString(sum[:])}, args...)
+
+	// Without the key the restore is refused before anything is pushed.
+	plainJob := f.run(ctx, "restore", restoreArgs[:3]...)
+	g.Expect(plainJob.code).To(Equal(1))
+	g.Expect(plainJob.res.Error.Summary).To(ContainSubstring("restored state is encrypted"))
+
+	res := f.run(ctx, "restore", restoreArgs...).ok(t)
+	g.Expect(res.stepNames()).To(Equal([]string{"init", "state-pull", "state-push", "state-list"}))
+	g.Expect(res.log).NotTo(ContainSubstring("10.0.0.0/16"))
+	restored, err := state.ReadWith(ctx, env.Client, f.ns, f.suffix, ks.master)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(restored.Encrypted).To(BeTrue(), "the restored state is stored encrypted")
+	g.Expect(restored.Lineage).To(Equal(snap.Lineage))
+	g.Expect(restored.Serial).To(BeNumerically(">", destroyed.Serial))
+	g.Expect(restored.Resources).To(Equal(3))
+	g.Expect(string(stateDoc(t, f.stateSecret(ctx).Data[contract.BackendStateKey]))).NotTo(ContainSubstring("10.0.0.0/16"))
+	entries, err := os.ReadDir(filepath.Join(f.dir, "work"))
+	must(t, err)
+	for _, e := range entries {
+		if !e.IsDir() {
+			b, _ := os.ReadFile(filepath.Join(f.dir, "work", e.Name()))
+			g.Expect(string(b)).NotTo(ContainSubstring("10.0.0.0/16"), "the plain state reached %s", e.Name())
+		}
+	}
 }

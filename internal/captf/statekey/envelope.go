@@ -133,6 +133,24 @@ func (e *Envelope) Decrypt(m *Master, namespace, suffix string) ([]byte, error) 
 	return plain, nil
 }
 
+// OpenGrant decrypts the envelope with the key of a grant (what a runner holds), refusing an
+// envelope whose metadata names another state or master key.
+func (e *Envelope) OpenGrant(g Grant) ([]byte, error) {
+	switch {
+	case e.Meta == nil:
+		return nil, fmt.Errorf("%w: it names no %s key provider metadata", ErrForeign, metaKey)
+	case e.Meta.Master != g.Master:
+		return nil, fmt.Errorf("%w: it was encrypted under master key %.16s, the manager holds %s", ErrOtherMaster, e.Meta.Master, g.Master)
+	case e.Meta.Namespace != g.Namespace || e.Meta.Suffix != g.Suffix:
+		return nil, fmt.Errorf("%w: it was encrypted for state %.64s in namespace %.63s, this Job's is %s in %s", ErrOtherState, e.Meta.Suffix, e.Meta.Namespace, g.Suffix, g.Namespace)
+	}
+	plain, err := Open(g.Key, e.data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the ciphertext is damaged; restore another backup", ErrUndecryptable)
+	}
+	return plain, nil
+}
+
 // Open decrypts what OpenTofu's aes_gcm method sealed: a 12-byte nonce, then the ciphertext
 // and tag, with no additional data.
 func Open(key, sealed []byte) ([]byte, error) {
