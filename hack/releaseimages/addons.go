@@ -17,7 +17,8 @@ import (
 // The add-on images: what the manager installs into every workload cluster runs the project's
 // images <repository>/<component>:<manager version> (internal/capvco/addons), so the release
 // ships one image per add-on component of the project, for every architecture of the manager,
-// its binaries built with the manager's build flags and version stamp.
+// its binaries built with the manager's build flags (the version stamp is goreleaser's too, for
+// a binary that links internal/version).
 
 // addonImage is one add-on component's image.
 type addonImage struct {
@@ -127,6 +128,8 @@ func addonSpec(img addonImage, arch, binDir, debianRoot string, base []images.Fi
 		return images.Spec{}, nil, fmt.Errorf("%s for linux/%s: %w", img.name, arch, err)
 	}
 	spec.Files = append(files, deb.files...)
+	// resize2fs and e2fsck refuse to run without a mount table (k8s.io/mount-utils' resize).
+	spec.Files = append(spec.Files, images.File{Path: "/etc/mtab", Symlink: "../proc/self/mounts"})
 	// Debian's tools and libraries are GPL and LGPL (each package's copyright file is in the image).
 	spec.Labels["org.opencontainers.image.licenses"] = "Apache-2.0 AND MPL-2.0 AND GPL-2.0-or-later AND LGPL-2.1-or-later"
 	spec.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}

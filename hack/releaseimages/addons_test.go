@@ -107,7 +107,7 @@ func TestAddonImageWithDebianTools(t *testing.T) {
 	if want, err := releaseLdflags("v0.3.0-test", c.revision, c.date); err != nil || !strings.Contains(want, "version=v0.3.0-test -X") {
 		t.Errorf("ldflags %q, %v", want, err)
 	}
-	for link, target := range map[string]string{"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64", "usr/sbin/mkfs.ext4": "/usr/sbin/mke2fs"} {
+	for link, target := range map[string]string{"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64", "usr/sbin/mkfs.ext4": "/usr/sbin/mke2fs", "etc/mtab": "../proc/self/mounts"} {
 		if h := files[link].h; h == nil || h.Linkname != target {
 			t.Errorf("/%s: %+v, want a link to %s", link, h, target)
 		}
