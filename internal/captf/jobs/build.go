@@ -19,6 +19,7 @@ import (
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/savedplan"
+	"github.com/capx-io/capx/internal/captf/statekey"
 )
 
 // Containers of a Job's Pod.
@@ -53,7 +54,9 @@ const (
 	volumeConfig = "config"
 	volumeCreds  = "creds"
 	volumeToken  = "kube-api-access"
-	secretMode   = int32(0o440)
+	// volumeStateKeyToken holds the token of the state key audience (StateEncryption).
+	volumeStateKeyToken = "state-key-token"
+	secretMode          = int32(0o440)
 )
 
 // Bounds on what a Job's Pod may write to its node's disk: a module cannot fill the node. The
@@ -117,6 +120,19 @@ type Params struct {
 	SavedPlan *SavedPlan
 	// Restore describes the backup a restore Job pushes.
 	Restore *Restore
+	// StateEncryption is how the Job's OpenTofu encrypts the state; nil for no encryption.
+	StateEncryption *StateEncryption
+}
+
+// StateEncryption is what a Job needs for OpenTofu's state encryption (package statekey): the
+// mode, and where its runner fetches its state key. The key itself is never in the Job.
+type StateEncryption struct {
+	// Mode is statekey.Encrypt or statekey.Decrypt.
+	Mode string
+	// URL is the manager's state key endpoint.
+	URL string
+	// CAPEM is the endpoint's certificate, as PEM (public).
+	CAPEM string
 }
 
 // Guard is what a stopped apply waits for.
@@ -178,6 +194,9 @@ func (p Params) Validate() error {
 		return errors.New("jobs: a restore Job needs the backup's chunk Secrets")
 	case p.Op != contract.OpRestore && p.Restore != nil:
 		return fmt.Errorf("jobs: a %s Job restores nothing", p.Op)
+	case p.StateEncryption != nil && (p.StateEncryption.URL == "" || p.StateEncryption.CAPEM == "" ||
+		(p.StateEncryption.Mode != string(statekey.Encrypt) && p.StateEncryption.Mode != string(statekey.Decrypt))):
+		return errors.New("jobs: state encryption needs the mode (encrypt or decrypt), the key endpoint and its certificate")
 	}
 	return p.Policy.Validate()
 }
@@ -291,6 +310,9 @@ func sourceContainer(p Params) corev1.Container {
 		{Name: volumeConfig, MountPath: contract.ConfigDir, ReadOnly: true},
 		{Name: volumeToken, MountPath: serviceAccountDir, ReadOnly: true},
 	}
+	if p.StateEncryption != nil {
+		mounts = append(mounts, corev1.VolumeMount{Name: volumeStateKeyToken, MountPath: path.Dir(statekey.TokenPath), ReadOnly: true})
+	}
 	var envFrom []corev1.EnvFromSource
 	if p.CredentialsSecret != "" {
 		envFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
@@ -341,6 +363,9 @@ func runnerArgs(p Params) []string {
 	}
 	if p.ForceUnlock != "" {
 		args = append(args, "--force-unlock="+p.ForceUnlock)
+	}
+	if e := p.StateEncryption; e != nil {
+		args = append(args, "--state-encryption="+e.Mode, "--state-key-url="+e.URL, "--state-key-ca="+e.CAPEM)
 	}
 	if g := p.Guard; g != nil && p.Op == contract.OpApply {
 		args = append(args, "--inputs-hash="+g.Hash)
@@ -409,6 +434,14 @@ func volumes(p Params, jobName string) []corev1.Volume {
 	vols := []corev1.Volume{
 		empty(volumeRunner, runnerDirLimit), empty(volumeWork, workDirLimit), empty(volumeTmp, tmpDirLimit),
 		configVolume(p, jobName), tokenVolume(),
+	}
+	if p.StateEncryption != nil {
+		// Only the manager's state key endpoint accepts this token; the API server does not.
+		vols = append(vols, corev1.Volume{Name: volumeStateKeyToken, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			DefaultMode: ptr.To(int32(0o444)),
+			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+				Audience: statekey.Audience, Path: path.Base(statekey.TokenPath), ExpirationSeconds: ptr.To[int64](tokenExpirySeconds)}}},
+		}}})
 	}
 	if p.CredentialsSecret != "" {
 		vols = append(vols, corev1.Volume{Name: volumeCreds, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{

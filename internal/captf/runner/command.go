@@ -153,6 +153,7 @@ type options struct {
 	stateEncryption  string
 	stateKey         stateKeyFlags
 	stateKeyHelper   string
+	stateKeyCA       string
 }
 
 // maxRestoreChunks matches the state reader's bound: the backend never writes more chunks for
@@ -217,6 +218,7 @@ document to --result-file. Exit codes: 0 success, 1 failure (the result's error.
 	f.StringArrayVar(&o.secretEnv, "secret-env", nil, "environment variable filled from a Secret; its value is redacted whatever its name (repeatable)")
 	f.StringVar(&o.stateEncryption, "state-encryption", "", "encrypt: OpenTofu writes the state encrypted with the manager's key (a plain state is still read); decrypt: writes it plain (an encrypted one is still read); empty: no encryption")
 	o.stateKey.register(cmd, "state-key-")
+	f.StringVar(&o.stateKeyCA, "state-key-ca", "", "the certificate the endpoint must present, as PEM (instead of --state-key-ca-file)")
 	f.StringVar(&o.stateKeyHelper, "state-key-helper", contract.RunnerPath, "the runner executable OpenTofu runs as its key provider (`runner state-key`)")
 	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 )
 
 // DefaultStateKeyToken is where the Job projects the token of audience statekey.Audience.
-const DefaultStateKeyToken = "/var/run/secrets/captf.io/state-key/token"
+const DefaultStateKeyToken = statekey.TokenPath
 
 // stateKeyFlags locate the manager's key endpoint; `run` passes them on to the helper.
 type stateKeyFlags struct {
@@ -77,10 +78,19 @@ func (o *options) validateEncryption() error {
 	if err != nil {
 		return fmt.Errorf("--state-encryption: %w", err)
 	}
-	if mode != "" && (o.stateKey.url == "" || o.stateKey.caFile == "") {
-		return fmt.Errorf("--state-encryption=%s needs --state-key-url and --state-key-ca-file", mode)
+	if mode != "" && (o.stateKey.url == "" || (o.stateKey.caFile == "") == (o.stateKeyCA == "")) {
+		return fmt.Errorf("--state-encryption=%s needs --state-key-url and one of --state-key-ca (PEM) or --state-key-ca-file", mode)
 	}
 	return nil
+}
+
+// writeStateKeyCA writes --state-key-ca into the work directory for the helper.
+func (o *options) writeStateKeyCA() error {
+	if o.stateKeyCA == "" {
+		return nil
+	}
+	o.stateKey.caFile = filepath.Join(o.workdir, "state-key-ca.crt")
+	return os.WriteFile(o.stateKey.caFile, []byte(o.stateKeyCA), 0o600)
 }
 
 // setupEncryption gives the runtime the encryption configuration of --state-encryption: only
@@ -98,6 +108,9 @@ func (r *run) setupEncryption(ctx context.Context) *failure {
 		return &failure{kind: runresult.KindImageLayout, step: "state-encryption", summary: fmt.Sprintf(
 			"the object's state is to be encrypted, but the module image's runtime %s is not OpenTofu (it reports %q); only OpenTofu encrypts state: use an image with OpenTofu at %s, or turn state encryption off for this object",
 			o.bin, runresult.Head(strings.TrimSpace(string(out)), 80), contract.RuntimePath)}
+	}
+	if err := o.writeStateKeyCA(); err != nil {
+		return &failure{kind: runresult.KindStep, step: "state-encryption", summary: err.Error()}
 	}
 	if _, err := o.stateKey.fetch(ctx); err != nil {
 		return &failure{kind: runresult.KindStep, step: "state-encryption", summary: r.red.String(err.Error())}

@@ -93,7 +93,9 @@ func (f *fixture) runnerPod(ctx context.Context) string {
 
 // encryptionArgs are the flags the manager gives a Job of an object with encrypted state.
 func (f *fixture) encryptionArgs(ks *keyServer, mode, token string) []string {
-	return []string{"--state-encryption=" + mode, "--state-key-url=" + ks.url, "--state-key-ca-file=" + ks.caFile,
+	ca, err := os.ReadFile(ks.caFile)
+	must(f.t, err)
+	return []string{"--state-encryption=" + mode, "--state-key-url=" + ks.url, "--state-key-ca=" + string(ca),
 		"--state-key-token=" + token, "--state-key-helper=" + runnerBinary(f.t)}
 }
 

@@ -28,6 +28,9 @@ import (
 // server is not accepted, and this token is accepted by nothing else.
 const Audience = "state-key.captf.io"
 
+// TokenPath is where a Job's module container finds its token of Audience.
+const TokenPath = "/var/run/secrets/captf.io/state-key/token"
+
 // Path is the endpoint's one route.
 const Path = "/v1/state-key"
 
