@@ -2,15 +2,12 @@ package capitest_test
 
 import (
 	"context"
-	"os"
 	"sort"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,13 +41,7 @@ func TestCAPIMachinePool(t *testing.T) {
 	tc := testenv.TerraformCluster(ns, "prod", "prod", "capx.test/modules/cluster:v1")
 	tc.Spec.Variables = map[string]apiextensionsv1.JSON{"endpoint_host": {Raw: []byte(`"192.0.2.10"`)}}
 	g.Expect(env.Client.Create(ctx, tc)).To(Succeed())
-	kubeconfig, err := os.ReadFile(env.KubeconfigPath)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(env.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod-kubeconfig", Labels: map[string]string{clusterv1.ClusterNameLabel: "prod"}},
-		Type:       clusterv1.ClusterSecretType,
-		Data:       map[string][]byte{"value": kubeconfig},
-	})).To(Succeed())
+	g.Expect(env.Client.Create(ctx, kubeconfigSecret(t, ns, "prod"))).To(Succeed())
 
 	g.Expect(env.Client.Create(ctx, testenv.BootstrapSecret(ns, "workers-bootstrap", "prod", "#cloud-config\n"))).To(Succeed())
 	mp := testenv.MachinePool(ns, "workers", "prod", "TerraformMachinePool", "workers", "workers-bootstrap", 2)

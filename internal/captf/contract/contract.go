@@ -141,6 +141,7 @@ var RoleInputs = map[Role][]string{
 	RoleMachinePool: {
 		"machinepool_name", "replicas", "bootstrap_data", "bootstrap_format", "failure_domains",
 		"cluster_failure_domains", "kubernetes_version", "node_labels", "autoscaling",
+		"current_instances", "instances_to_remove",
 	},
 }
 

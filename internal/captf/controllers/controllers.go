@@ -148,7 +148,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		WatchFilter: opts.WatchFilter, Concurrency: opts.MachinePoolConcurrency,
 		Extra: withVariables(func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} }, specOf(kind[*captfv1.TerraformMachinePool](machinePoolKind{})),
 			chain(fromCluster(contract.KindMachinePool, &captfv1.TerraformMachinePool{}, func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} }),
-				watchBootstrap(bc, e.client, contract.KindMachinePool, poolConsumers))),
+				watchBootstrap(bc, e.client, contract.KindMachinePool, poolConsumers), watchPoolMachines(e.client))),
 	})
 }
 

@@ -35,11 +35,18 @@ func (machinePoolKind) mutable() bool { return true }
 func (machinePoolKind) finalizer() string { return captfv1.TerraformMachinePoolFinalizer }
 
 // roleInputs renders the MachinePool's name, replicas, bootstrap data, failure domains, version,
-// node labels and autoscaling bounds, with the cluster's exports and failure domains. While the
-// module autoscales, it first hands the observed replicas back to the MachinePool.
+// node labels and autoscaling bounds, the instances the module has and those to remove, with
+// the cluster's exports and failure domains. While the module autoscales, it first hands the
+// observed replicas back to the MachinePool; it keeps one infrastructure machine per instance
+// (machinepoolmachines.go).
 func (machinePoolKind) roleInputs(ctx context.Context, e *engine, p *pass[*captfv1.TerraformMachinePool], src *inputs.Source) (string, error) {
 	mp := p.scope.MachinePool
 	if mp == nil {
+		if !p.scope.Object.GetDeletionTimestamp().IsZero() {
+			if _, err := e.syncPoolMachines(ctx, p, 0); err != nil {
+				return "", err
+			}
+		}
 		return captfv1.WaitingForOwnerReason, nil
 	}
 	var observed *int32
@@ -53,6 +60,10 @@ func (machinePoolKind) roleInputs(ctx context.Context, e *engine, p *pass[*captf
 			return "", err
 		}
 	}
+	machines, err := e.syncPoolMachines(ctx, p, p.scaling.replicas)
+	if err != nil {
+		return "", err
+	}
 	exports, clusterFDs, wait, err := e.clusterExports(ctx, p.scope.Cluster, p.tfCluster)
 	if wait != "" || err != nil {
 		return wait, err
@@ -62,11 +73,12 @@ func (machinePoolKind) roleInputs(ctx context.Context, e *engine, p *pass[*captf
 		return wait, err
 	}
 	src.MachinePool = &inputs.MachinePoolInputs{
-		MachinePoolName: mp.Name, Replicas: p.scaling.replicas,
+		MachinePoolName: mp.Name, Replicas: machines.replicas,
 		BootstrapData: data, BootstrapFormat: format,
 		FailureDomains: mp.Spec.FailureDomains, ClusterFailureDomains: clusterFDs,
 		KubernetesVersion: mp.Spec.Template.Spec.Version, NodeLabels: mp.Spec.Template.ObjectMeta.Labels,
-		Autoscaling: p.scaling.bounds,
+		Autoscaling:      p.scaling.bounds,
+		CurrentInstances: machines.current, InstancesToRemove: machines.remove,
 	}
 	src.ClusterOutputs = exports
 	return "", e.holdExports(ctx, p, src)
@@ -177,11 +189,13 @@ func (e *engine) syncReplicas(ctx context.Context, p *pass[*captfv1.TerraformMac
 }
 
 // setPoolStatus sets what only a pool reports: status.ready, which CAPI's MachinePool
-// controller reads before it takes the provider IDs, AutoscalingActive and
+// controller reads before it takes the provider IDs, status.infrastructureMachineKind (it then
+// makes a Machine per TerraformMachinePoolMachine), AutoscalingActive and
 // ClusterExportsCurrent.
 func setPoolStatus(p *pass[*captfv1.TerraformMachinePool]) {
 	mp := p.scope.Object
 	mp.Status.Ready = ptr.Deref(mp.Status.Initialization.Provisioned, false)
+	mp.Status.InfrastructureMachineKind = captfv1.TerraformMachinePoolMachineKind
 	if s := p.scaling; s != nil {
 		status := metav1.ConditionFalse
 		if s.bounds != nil {

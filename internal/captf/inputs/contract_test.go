@@ -101,6 +101,10 @@ func contractCases() []contractCase {
 		contractCase{p, "node_labels", "template labels", pool(func(i *MachinePoolInputs) { i.NodeLabels = map[string]string{"b": "2", "a": "1"} }), `{"a":"1","b":"2"}`},
 		contractCase{p, "autoscaling", "off", pool(func(i *MachinePoolInputs) { i.Autoscaling = nil }), `{"enabled":false,"max":0,"min":0}`},
 		contractCase{p, "autoscaling", "on", pool(func(i *MachinePoolInputs) { i.Autoscaling = &Autoscaling{Enabled: true, Min: 1, Max: 5} }), `{"enabled":true,"max":5,"min":1}`},
+		contractCase{p, "current_instances", "before the first apply", pool(func(i *MachinePoolInputs) { i.CurrentInstances = nil }), `[]`},
+		contractCase{p, "current_instances", "the last instances output", pool(func(i *MachinePoolInputs) { i.CurrentInstances = []string{"p-0", "p-1"} }), `["p-0","p-1"]`},
+		contractCase{p, "instances_to_remove", "none", pool(func(i *MachinePoolInputs) { i.InstancesToRemove = nil }), `[]`},
+		contractCase{p, "instances_to_remove", "a Machine deleted", pool(func(i *MachinePoolInputs) { i.InstancesToRemove = []string{"p-1"} }), `["p-1"]`},
 	)
 }
 

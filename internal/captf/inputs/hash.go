@@ -21,9 +21,10 @@ const HashPrefix = "h2:"
 // they were rendered from, so the durable copy of an earlier run hashes the same after a
 // restart or a move.
 //
-// One value is left out: a machine pool's replicas while its autoscaling is enabled, since an
+// Two values are left out: a machine pool's replicas while its autoscaling is enabled, since an
 // autoscaler outside Cluster API owns the count then and each of its moves would otherwise
-// start an apply. Everything else counts, bootstrap_data included: an approval binds the exact
+// start an apply; and a pool's current_instances, which is what the module last reported, not
+// a wish: an instance that came or went outside OpenTofu starts no apply. Everything else counts, bootstrap_data included: an approval binds the exact
 // inputs it was given, so a pool whose bootstrap token rotates while its plan waits plans again
 // (the plan's inputs are no longer what would be applied) and the new plan waits for approval.
 func Hash(role contract.Role, tfvars []byte) (string, error) {
@@ -31,8 +32,11 @@ func Hash(role contract.Role, tfvars []byte) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("inputs: hash %s: %w", contract.VarsFile, err)
 	}
-	if role == contract.RoleMachinePool && autoscaling(doc) {
-		delete(doc, inputReplicas)
+	if role == contract.RoleMachinePool {
+		delete(doc, inputCurrent)
+		if autoscaling(doc) {
+			delete(doc, inputReplicas)
+		}
 	}
 	return hashOf(doc)
 }

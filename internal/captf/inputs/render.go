@@ -41,6 +41,7 @@ const (
 	inputBootstrapData = "bootstrap_data"
 	inputReplicas      = "replicas"
 	inputAutoscaling   = "autoscaling"
+	inputCurrent       = "current_instances"
 )
 
 // Tag keys of captf_tags, the map a module applies to every taggable resource.
@@ -173,6 +174,12 @@ type MachinePoolInputs struct {
 	// Autoscaling bounds; nil renders {enabled = false, min = 0, max = 0}, as the public
 	// contract does: pool modules read var.autoscaling.enabled without a null check.
 	Autoscaling *Autoscaling
+	// CurrentInstances are the ids of the instances the module's last instances output listed
+	// (what it observed, like the replicas output: rendered, not hashed); nil renders [].
+	CurrentInstances []string
+	// InstancesToRemove are the ids of the instances whose machines are being deleted: the
+	// module removes exactly these; nil renders [].
+	InstancesToRemove []string
 }
 
 // Autoscaling is the autoscaling input.
@@ -361,6 +368,8 @@ func roleValues(role contract.Role, src Source) (map[string]any, error) {
 			autoscaling = *p.Autoscaling
 		}
 		v[inputAutoscaling] = autoscaling
+		v[inputCurrent] = orEmpty(p.CurrentInstances)
+		v["instances_to_remove"] = orEmpty(p.InstancesToRemove)
 	default:
 		return nil, fmt.Errorf("inputs: render %s %s/%s: the %s role's inputs are not set", o.Kind, o.Namespace, o.Name, role)
 	}

@@ -42,14 +42,28 @@ resource "terraform_data" "apply_check" {
   }
 }
 
-# One instance per replica: scaling down deletes instances, which the destructive guard sees.
+# The instances, keyed by name: the ones the module has (current_instances) stay unless CAPTF
+# names them in instances_to_remove; the group is then trimmed (the last ones go) or filled up to
+# replicas with new names, numbered after every name it knows, so no removed name comes back.
+locals {
+  removed = toset(var.instances_to_remove)
+  kept    = [for n in var.current_instances : n if !contains(local.removed, n)]
+  prefix  = "${var.machinepool_name}-"
+  numbers = [for n in setunion(local.kept, local.removed) : try(tonumber(trimprefix(n, local.prefix)), -1) if startswith(n, local.prefix)]
+  next    = length(local.numbers) > 0 ? max(local.numbers...) + 1 : 0
+  fresh   = [for i in range(max(0, local.replicas - length(local.kept))) : format("%s%d", local.prefix, local.next + i)]
+  members = concat(slice(local.kept, 0, min(length(local.kept), local.replicas)), local.fresh)
+}
+
+# One instance per member: scaling down deletes instances, which the destructive guard sees.
 resource "terraform_data" "instance" {
-  count = local.replicas
+  for_each = toset(local.members)
 
   input = {
-    name           = format("%s-%d", var.machinepool_name, count.index)
+    name           = each.key
     group          = terraform_data.group.id
-    failure_domain = length(local.failure_domains) > 0 ? local.failure_domains[count.index % length(local.failure_domains)] : null
+    # By the instance's number, so removing one instance moves no other.
+    failure_domain = length(local.failure_domains) > 0 ? local.failure_domains[try(tonumber(trimprefix(each.key, local.prefix)), 0) % length(local.failure_domains)] : null
   }
 }
 

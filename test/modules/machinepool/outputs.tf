@@ -4,7 +4,7 @@
 locals {
   instances = [for i in terraform_data.instance : {
     provider_id    = "capx-test:///${i.output.name}"
-    instance_id    = i.id
+    instance_id    = i.output.name
     addresses      = [{ type = "InternalIP", address = "10.0.2.${parseint(substr(sha256(i.output.name), 0, 2), 16)}" }]
     failure_domain = i.output.failure_domain
     state          = "running"

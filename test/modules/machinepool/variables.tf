@@ -91,6 +91,18 @@ variable "autoscaling" {
   type        = object({ enabled = bool, min = number, max = number })
 }
 
+variable "current_instances" {
+  description = "Instance ids of the module's last instances output ([] before the first apply)."
+  type        = list(string)
+  default     = []
+}
+
+variable "instances_to_remove" {
+  description = "Instance ids CAPTF asks the module to remove: their Machines are being deleted."
+  type        = list(string)
+  default     = []
+}
+
 # User variables: every one has a default, as the contract advises.
 
 variable "health_state" {

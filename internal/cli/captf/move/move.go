@@ -28,6 +28,7 @@ import (
 var CRDs = []string{
 	"terraformclusters.infrastructure.cluster.x-k8s.io",
 	"terraformmachinepools.infrastructure.cluster.x-k8s.io",
+	"terraformmachinepoolmachines.infrastructure.cluster.x-k8s.io",
 	"terraformmachines.infrastructure.cluster.x-k8s.io",
 	"terraformclustertemplates.infrastructure.cluster.x-k8s.io",
 	"terraformmachinepooltemplates.infrastructure.cluster.x-k8s.io",
