@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,19 +19,23 @@ import (
 
 	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/state"
-	"github.com/capx-io/capx/internal/testenv/mgrtest"
 )
 
-// managerMemoryLimit is the manager Deployment's memory limit (config/manager).
-const managerMemoryLimit = 512 << 20
+// managerMemoryLimit is the manager Deployment's memory limit (config/manager); the fleet
+// benchmarks hold it to managerMemoryTarget (issue 27).
+const (
+	managerMemoryLimit  = 512 << 20
+	managerMemoryTarget = 200 << 20
+)
 
 // BenchmarkHostileStates measures the manager's peak memory with many TerraformMachines whose
 // modules wrote the most hostile states the engine still accepts: outputs just under
 // state.MaxOutputsBytes together and a resource attribute just under state.MaxValueBytes, a
 // few tens of KiB of gzip each that decompress to about 17 MiB (issue 9: one such Secret made
 // one decode allocate 188 MiB, and all of them were cached and decoded on every reconcile).
-// The peak is the process's high-water mark (VmHWM, reset once the fixtures are built), which
-// includes the test's own client and the API server's answers: an upper bound of the manager's.
+// The manager runs as a process of its own with its default flags (managerProcess), so the peak
+// is its own high-water mark (VmHWM, reset before the hostile machines are created), without the
+// test's fixtures and client.
 //
 //	go test ./internal/captf/controllers/ -run '^$' -bench HostileStates -benchtime 2x
 //
@@ -43,41 +45,37 @@ func BenchmarkHostileStates(b *testing.B) {
 	ctx := context.Background()
 	n := benchFleetSize()
 	env.StartKubelet(b, moduleImages)
-	mgrtest.Start(b, env, "--providers=captf", "--drift-interval=0")
+	m := startManagerProcess(b, &writeCounter{}, "--providers=captf")
 	ns := env.NewNamespace(b)
 
 	tc, base := benchTemplate(b, ns)
 	hostile := hostileState(b, base.Data[contract.BackendStateKey])
 	b.Logf("hostile state: %d KiB of gzip", len(hostile)>>10)
 
-	runtime.GC()
-	resetPeakRSS(b)
+	m.resetPeak(b)
 	start := time.Now()
 	benchFleet(n, func(name string) { appliedMachine(b, base, ns, name, hostile) })
 	waitFleet(b, "machines that read their state, backed it up and are Ready", n, fleetTimeout(n, 15*time.Minute), time.Second, n,
 		func() int { return fleetReady(ns) })
-	b.Logf("%d machines with hostile states Ready after %s; peak RSS so far %d MiB", n, time.Since(start).Round(time.Second), peakRSS(b)>>20)
+	bringUp := time.Since(start)
+	b.Logf("%d machines with hostile states Ready after %s; manager peak RSS so far %d MiB", n, bringUp.Round(time.Second), m.status(b, "VmHWM")>>20)
 
-	reconciles := reconcileTotal(b)
+	reconciles := m.reconciles(b)
 	round := 0
 	for b.Loop() {
 		round++
 		patch := []byte(`{"metadata":{"labels":{"bench.capx.test/round":"` + strconv.Itoa(round) + `"}}}`)
 		g.Expect(env.Client.Patch(ctx, tc, client.RawPatch("application/merge-patch+json", patch))).To(Succeed())
-		want := reconciles + float64(round*n)
-		waitFleet(b, fmt.Sprintf("round %d: machines reconciled", round), n, fleetTimeout(n, 5*time.Minute), 20*time.Millisecond, n, func() int {
-			if left := want - reconcileTotal(b); left > 0 || !queueIdle(b) {
-				return n - int(max(left, 1))
-			}
-			return n
-		})
+		m.waitReconciled(b, fmt.Sprintf("round %d: machines reconciled", round), n, reconciles+float64(round*n))
 	}
 	b.StopTimer()
-	peak := peakRSS(b)
+	peak := m.status(b, "VmHWM")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MiB")
-	b.Logf("%d machines with hostile states, %d rounds of reconciles: peak RSS %d MiB (limit %d MiB)", n, round, peak>>20, managerMemoryLimit>>20)
-	if peak > managerMemoryLimit {
-		b.Errorf("peak RSS %d MiB is over the manager's %d MiB limit", peak>>20, managerMemoryLimit>>20)
+	b.ReportMetric(bringUp.Seconds(), "s/bring-up")
+	b.Logf("%d machines with hostile states, %d rounds of reconciles: manager peak RSS %d MiB (target %d MiB, limit %d MiB)",
+		n, round, peak>>20, managerMemoryTarget>>20, managerMemoryLimit>>20)
+	if peak > managerMemoryTarget {
+		b.Errorf("the manager's peak RSS %d MiB is over the %d MiB target (its limit is %d MiB)", peak>>20, managerMemoryTarget>>20, managerMemoryLimit>>20)
 	}
 }
 
@@ -121,30 +119,4 @@ func hostileState(b *testing.B, gz []byte) []byte {
 		b.Fatalf("the hostile state must be one the engine accepts: %v", err)
 	}
 	return out.Bytes()
-}
-
-// resetPeakRSS resets this process's VmHWM to its current RSS.
-func resetPeakRSS(b *testing.B) {
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		b.Fatalf("reset the peak RSS: %v", err)
-	}
-}
-
-// peakRSS is this process's VmHWM in bytes.
-func peakRSS(b *testing.B) int64 {
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		b.Fatal(err)
-	}
-	for line := range strings.SplitSeq(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	b.Fatal("no VmHWM in /proc/self/status")
-	return 0
 }

@@ -377,10 +377,11 @@ func vmRSS(b *testing.B) int64 {
 // writeCounter counts the requests that are not reads (GET: get, list and watch) made
 // through a rest.Config, and remembers which.
 type writeCounter struct {
-	n     atomic.Int64
-	mu    sync.Mutex
-	paths map[string]int
-	reads map[string]int // live reads (not watches) by route, names replaced by {name}
+	n      atomic.Int64
+	mu     sync.Mutex
+	paths  map[string]int
+	routes map[string]int // writes by method and route, names replaced by {name}
+	reads  map[string]int // live reads (not watches) by route, names replaced by {name}
 }
 
 // readRoute is a read's route with the namespace and name replaced, and whether it selects by
@@ -413,6 +414,10 @@ func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 				w.paths = map[string]int{}
 			}
 			w.paths[req.Method+" "+req.URL.Path]++
+			if w.routes == nil {
+				w.routes = map[string]int{}
+			}
+			w.routes[writeRoute(req)]++
 			w.mu.Unlock()
 		} else if req.Method == http.MethodGet && req.URL.Query().Get("watch") != "true" {
 			w.mu.Lock()
@@ -433,7 +438,27 @@ func (w *writeCounter) reset() {
 	defer w.mu.Unlock()
 	w.n.Store(0)
 	w.paths = nil
+	w.routes = nil
 	w.reads = nil
+}
+
+// writeRoute is a write's method and route with the namespace and name replaced, marked when it
+// is a dry run (admission only: nothing is stored).
+func writeRoute(req *http.Request) string {
+	route := strings.TrimPrefix(readRoute(req), "list ")
+	route = strings.TrimPrefix(route, "get ")
+	route = strings.TrimSuffix(route, " ?labelSelector")
+	if req.URL.Query().Has("dryRun") {
+		route += " (dry run)"
+	}
+	return req.Method + " " + route
+}
+
+// byRoute is the writes since the last reset by route.
+func (w *writeCounter) byRoute() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.routes)
 }
 
 // liveReads is the number of reads sent to the API server since the last reset, and the five
