@@ -69,43 +69,10 @@ func TestSimulatedVMsBecomeARealCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := localcluster.DownPlatform(ctx, localcluster.PlatformOptions{Name: platformName}); err != nil {
-		t.Fatalf("an earlier run's platform: %v", err)
-	}
 	start := time.Now()
 	ccm := buildCCMImage(t, ctx, root)
 	t.Logf("CCM image %s built in %.0fs", ccm.Ref, time.Since(start).Seconds())
-
-	sim, err := vcosim.New(vcosim.Options{TimeScale: 0.01})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := localcluster.UpPlatform(ctx, localcluster.PlatformOptions{
-		Name:          platformName,
-		Public:        []string{"203.0.113.0/24", "192.0.2.0/24"},
-		Private:       []string{"192.168.103.0/24"},
-		Images:        []string{ccm.Tarball},
-		LoadBalancers: vcohost.LoadBalancers{Sim: sim},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Down(context.Background()); err != nil {
-			t.Error(err)
-		}
-		if left, _ := localcluster.Leftovers(localcluster.Options{Name: platformName}); len(left) > 0 {
-			t.Errorf("left behind on the machine: %v", left)
-		}
-	})
-	sim.SetVMHost(vcohost.Machines{Platform: p})
-	ln, err := p.Listen(apiAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 30 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() }) // before the platform goes: it listens in the router
+	sim, p, _ := upSimulatedPlatform(t, ctx, platformName, "192.168.103.0/24", ccm.Tarball)
 
 	jwt, err := sim.Token(vcosim.SeedClusterPrinc, 3*time.Hour)
 	if err != nil {
@@ -525,22 +492,71 @@ func eventually(t *testing.T, ctx context.Context, p *localcluster.Platform, tim
 	}
 }
 
+// upSimulatedPlatform brings up a platform network of the given name and private prefix whose
+// machines and load balancers are the simulator's (vcohost), with the image tarballs imported
+// on every machine, and serves the simulator's API inside it at apiAddr. The platform goes down
+// at the end of the test, and the test fails if it left anything on the machine. srv serves
+// the API; a test may serve it on more listeners.
+func upSimulatedPlatform(t *testing.T, ctx context.Context, name, private string, tarballs ...string) (*vcosim.Sim, *localcluster.Platform, *http.Server) {
+	t.Helper()
+	if err := localcluster.DownPlatform(ctx, localcluster.PlatformOptions{Name: name}); err != nil {
+		t.Fatalf("an earlier run's platform: %v", err)
+	}
+	sim, err := vcosim.New(vcosim.Options{TimeScale: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := localcluster.UpPlatform(ctx, localcluster.PlatformOptions{
+		Name:          name,
+		Public:        []string{"203.0.113.0/24", "192.0.2.0/24"},
+		Private:       []string{private},
+		Images:        tarballs,
+		LoadBalancers: vcohost.LoadBalancers{Sim: sim},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Down(context.Background()); err != nil {
+			t.Error(err)
+		}
+		if left, _ := localcluster.Leftovers(localcluster.Options{Name: name}); len(left) > 0 {
+			t.Errorf("left behind on the machine: %v", left)
+		}
+	})
+	sim.SetVMHost(vcohost.Machines{Platform: p})
+	ln, err := p.Listen(apiAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 30 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() }) // before the platform goes: it listens in the router
+	return sim, p, srv
+}
+
 // buildCCMImage builds the CCM static and into an image (test/images), cached by content.
 func buildCCMImage(t *testing.T, ctx context.Context, root string) images.Built {
 	t.Helper()
 	// A folder of its own: the e2e suites' images (test/images.BuildLocal) stay as they are.
 	dir := filepath.Join(root, "_artifacts", "images-platform")
-	bin := filepath.Join(dir, "bin", "capvco-cloud-controller-manager")
-	if err := images.GoBuildStatic(ctx, root, ccmPackage, bin); err != nil {
-		t.Fatal(err)
-	}
-	b, err := images.WriteCached(ccmRepo, images.Spec{
-		Files:      []images.File{{Path: "/capvco-cloud-controller-manager", Source: bin, Mode: 0o755}},
-		Entrypoint: []string{"/capvco-cloud-controller-manager"},
-		User:       images.NonRootUser,
-	}, dir)
+	b, err := images.WriteCached(ccmRepo, ccmImageSpec(t, ctx, root, filepath.Join(dir, "bin", "capvco-cloud-controller-manager")), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// ccmImageSpec builds the CCM static at bin and returns its image (the binary, as a non-root
+// user).
+func ccmImageSpec(t *testing.T, ctx context.Context, root, bin string) images.Spec {
+	t.Helper()
+	if err := images.GoBuildStatic(ctx, root, ccmPackage, bin); err != nil {
+		t.Fatal(err)
+	}
+	return images.Spec{
+		Files:      []images.File{{Path: "/capvco-cloud-controller-manager", Source: bin, Mode: 0o755}},
+		Entrypoint: []string{"/capvco-cloud-controller-manager"},
+		User:       images.NonRootUser,
+	}
 }

@@ -1,0 +1,662 @@
+//go:build e2e
+
+package vcohost_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
+	ccmconfig "github.com/capx-io/capx/internal/capvco/ccm/config"
+	"github.com/capx-io/capx/internal/capvco/controllers"
+	"github.com/capx-io/capx/internal/capvco/health"
+	"github.com/capx-io/capx/internal/testenv"
+	"github.com/capx-io/capx/internal/vco"
+	"github.com/capx-io/capx/internal/vco/vcosim"
+	"github.com/capx-io/capx/test/images"
+	"github.com/capx-io/capx/test/localcluster"
+	"github.com/capx-io/capx/test/localcluster/vcohost"
+)
+
+const (
+	// mgrPlatform is this test's platform, apart from TestSimulatedVMsBecomeARealCluster's
+	// (vcoh), so the two can run side by side.
+	mgrPlatform   = "vcom"
+	mgrCluster    = "wlm"
+	mgrPrivateNet = "192.168.104.0/24"
+	// addonRepo and the two versions: the manager's add-on images are
+	// <repository>/<component>:<manager version>.
+	addonRepo      = "capx.local"
+	addonVersion   = "v0.0.0-e2e.1"
+	upgradeVersion = "v0.0.0-e2e.2"
+	ccmLabel       = "app.kubernetes.io/name=capvco-cloud-controller-manager"
+)
+
+// TestManagerFormsARealCluster: CAPVCO's own controllers (controllers.Setup, as the manager
+// runs them, in this process) and Cluster API's core manager (the real binary) on a management
+// API server (envtest), for a Cluster, a VCOCluster, a control-plane Machine and a
+// MachineDeployment of one worker, with prepared nodes' bootstrap data Secrets. The VCOCluster
+// controller builds the cloudspace and the API server's load balancer in the simulator, the
+// VCOMachine controller creates the VMs with the bootstrap data, they boot as real nodes and
+// join through the load balancer once the controller found the control plane's API server
+// answering and put it into the pool. The manager's add-on delivery installs the cloud
+// controller manager through the workload kubeconfig Secret; its Pod runs on the control-plane
+// node from the image this test built and tagged with the manager's version; every Node is
+// initialised with the VCOMachine's provider ID; AddonsReady says what is installed at which
+// version; Cluster API sets every Machine's nodeRef. The manager restarted at a new version
+// rolls the same Deployment to the new image. Deleting the Cluster leaves nothing in the
+// simulator and nothing on the machine.
+func TestManagerFormsARealCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	root, err := localcluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	tarballs := buildVersionedCCMImages(t, ctx, root, addonVersion, upgradeVersion)
+	t.Logf("CCM images %s and %s ready in %.0fs", addonVersion, upgradeVersion, time.Since(start).Seconds())
+	sim, p, srv := upSimulatedPlatform(t, ctx, mgrPlatform, mgrPrivateNet, tarballs...)
+	// The simulator's API is served inside the platform for the CCM, and on the host's loopback
+	// for the manager, which runs here as it would in a management cluster with a route to the
+	// platform.
+	onHost, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(onHost) }()
+	jwt, err := sim.Token(vcosim.SeedClusterPrinc, 3*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostURL := "http://" + onHost.Addr().String() + "/api/1"
+	t.Cleanup(func() { deleteSimulatedClusters(t, sim, hostURL, jwt) }) // after a failure
+
+	// The workload API server as the host reaches it: a loopback port carried to the load
+	// balancer's front end inside the platform (known once the VCOCluster has its endpoint).
+	apiFwd := forwardIntoPlatform(t, p)
+
+	env, err := testenv.Start(testenv.Options{CAPI: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("Cluster API core manager log (end):\n%s", lastBytes(env.CAPILog(), 4000))
+		}
+		if err := env.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	ns := env.NewNamespace(t)
+	m := &mgmt{t: t, env: env, ns: ns}
+	m.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vco-credentials"}, Data: map[string][]byte{
+		vco.SecretKeyURL: []byte(hostURL), vco.SecretKeyCustomer: []byte(vcosim.SeedCustomer), vco.SecretKeyJWT: []byte(jwt)}})
+	// The CCM's own credential (spec.addons.cloudControllerManager.credentialsSecretRef): the
+	// same principal, at the address the workload cluster reaches the platform on.
+	m.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ccm-credentials"}, Data: map[string][]byte{
+		vco.SecretKeyURL: []byte("http://" + apiAddr + "/api/1"), vco.SecretKeyCustomer: []byte(vcosim.SeedCustomer), vco.SecretKeyJWT: []byte(jwt)}})
+	prober := health.TLSProber{Timeout: 3 * time.Second, Dial: p.DialContext}
+	m.startCAPVCO(prober, addonVersion)
+
+	// The Cluster and its VCOCluster; the kubeconfig Secret is written before the Cluster has
+	// an endpoint, as a control-plane provider's would be (Cluster API writes one of its own,
+	// at the endpoint the host cannot reach, only where none exists).
+	secrets, err := localcluster.NewClusterSecrets(mgrCluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := secrets.AdminKubeconfig(mgrCluster, "https://"+apiFwd.addr, "capi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.create(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: mgrCluster + "-kubeconfig", Labels: map[string]string{clusterv1.ClusterNameLabel: mgrCluster}},
+		Type:       clusterv1.ClusterSecretType, Data: map[string][]byte{"value": kc},
+	})
+	cluster := testenv.Cluster(ns, mgrCluster, "VCOCluster", mgrCluster)
+	cluster.Spec.ClusterNetwork.Services.CIDRBlocks = []string{"10.96.0.0/16"}
+	cluster.Spec.ClusterNetwork.Pods.CIDRBlocks = []string{"10.244.0.0/16"}
+	vc := testenv.VCOCluster(ns, mgrCluster, mgrCluster, vcosim.SeedLocation, "vco-credentials")
+	vc.Spec.Cloudspace.PrivateNetwork = mgrPrivateNet
+	vc.Spec.ControlPlaneLoadBalancer.HealthCheckIntervalSeconds = 5
+	vc.Spec.Addons.CloudControllerManager.CredentialsSecretRef = &corev1.LocalObjectReference{Name: "ccm-credentials"}
+	m.create(cluster)
+	m.create(vc)
+	m.waitFor(vc, 3*time.Minute, "the VCOCluster provisioned", func() error {
+		if !ptr.Deref(vc.Status.Initialization.Provisioned, false) || vc.Spec.ControlPlaneEndpoint.Host == "" {
+			return errors.New("not provisioned")
+		}
+		return nil
+	})
+	endpoint := net.JoinHostPort(vc.Spec.ControlPlaneEndpoint.Host, fmt.Sprint(vc.Spec.ControlPlaneEndpoint.Port))
+	apiFwd.to.Store(&endpoint)
+	csID := vc.Status.Cloudspaces[0].ID
+	site := ccmconfig.Site{Name: vc.Status.Cloudspaces[0].Site, Location: vc.Spec.Location}
+	t.Logf("VCOCluster provisioned: cloudspace %s, API endpoint %s", csID, endpoint)
+
+	// The bootstrap data Secrets: prepared nodes, at the endpoint CAPVCO made.
+	bootstrap := func(name, role string) string {
+		ud, err := secrets.Bootstrap(role, mgrCluster, endpoint, "10.96.0.0/16", "10.244.0.0/16").UserData()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.create(testenv.BootstrapSecret(ns, name, mgrCluster, string(ud)))
+		return name
+	}
+	img := imageID(t, sim)
+	deletion := clusterv1.MachineDeletionSpec{NodeDrainTimeoutSeconds: ptr.To[int32](30),
+		NodeVolumeDetachTimeoutSeconds: ptr.To[int32](30), NodeDeletionTimeoutSeconds: ptr.To[int32](10)}
+	machineSpec := capvcov1.VCOMachineSpec{Image: capvcov1.ImageSpec{ID: ptr.To(img)}, VCPUs: vmVCPUs, MemoryMiB: vmMemoryMiB, BootDiskGiB: 20}
+	start = time.Now()
+	cpMachine := testenv.Machine(ns, mgrCluster+"-cp-0", mgrCluster, "VCOMachine", mgrCluster+"-cp-0", bootstrap(mgrCluster+"-cp-bootstrap", localcluster.RoleControlPlane))
+	cpMachine.Labels[clusterv1.MachineControlPlaneLabel] = ""
+	cpMachine.Spec.Version = "v1.36.3"
+	cpMachine.Spec.Deletion = deletion
+	cpVM := testenv.VCOMachine(ns, cpMachine.Name, mgrCluster, img)
+	cpVM.Labels[clusterv1.MachineControlPlaneLabel] = ""
+	cpVM.Spec = machineSpec
+	m.create(cpMachine)
+	m.create(cpVM)
+	workerTemplate := &capvcov1.VCOMachineTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: mgrCluster + "-md",
+		Labels: map[string]string{clusterv1.ClusterNameLabel: mgrCluster}},
+		Spec: capvcov1.VCOMachineTemplateSpec{Template: capvcov1.VCOMachineTemplateResource{Spec: machineSpec}}}
+	m.create(workerTemplate)
+	mdLabels := map[string]string{clusterv1.ClusterNameLabel: mgrCluster, clusterv1.MachineDeploymentNameLabel: mgrCluster + "-md"}
+	m.create(&clusterv1.MachineDeployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: mgrCluster + "-md", Labels: map[string]string{clusterv1.ClusterNameLabel: mgrCluster}},
+		Spec: clusterv1.MachineDeploymentSpec{
+			ClusterName: mgrCluster, Replicas: ptr.To[int32](1),
+			Selector: metav1.LabelSelector{MatchLabels: mdLabels},
+			Template: clusterv1.MachineTemplateSpec{
+				ObjectMeta: clusterv1.ObjectMeta{Labels: mdLabels},
+				Spec: clusterv1.MachineSpec{
+					ClusterName: mgrCluster, Version: "v1.36.3", Deletion: deletion,
+					Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To(bootstrap(mgrCluster+"-md-bootstrap", localcluster.RoleWorker))},
+					InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+						APIGroup: capvcov1.GroupVersion.Group, Kind: "VCOMachineTemplate", Name: workerTemplate.Name},
+				},
+			},
+		},
+	})
+
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Timeout = 15 * time.Second
+	wl := kubernetes.NewForConfigOrDie(cfg)
+
+	// Every VCOMachine's Node, initialised by the CCM the manager delivered.
+	var vms []capvcov1.VCOMachine
+	var cpNode string
+	eventually(t, ctx, p, 10*time.Minute, "every VCOMachine's Node initialised by the delivered CCM", func() error {
+		if err := ccmCrashed(ctx, wl, machineDirOf(p, cpVM), time.Time{}); err != nil {
+			return stop{err}
+		}
+		var list capvcov1.VCOMachineList
+		if err := env.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(list.Items) != 2 {
+			return fmt.Errorf("%d VCOMachines", len(list.Items))
+		}
+		nodes, err := wl.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, vm := range list.Items {
+			if vm.Spec.ProviderID == "" {
+				return fmt.Errorf("VCOMachine %s has no provider ID yet", vm.Name)
+			}
+			i := slices.IndexFunc(nodes.Items, func(n corev1.Node) bool { return n.Name == vm.Name })
+			if i < 0 {
+				return fmt.Errorf("no Node %s yet (%d Nodes)", vm.Name, len(nodes.Items))
+			}
+			if err := initialised(&nodes.Items[i], vm.Spec.ProviderID, internalIP(&vm), site); err != nil {
+				return fmt.Errorf("node %s: %w", vm.Name, err)
+			}
+			if _, ok := vm.Labels[clusterv1.MachineControlPlaneLabel]; ok {
+				cpNode = vm.Name
+			}
+		}
+		vms = list.Items
+		return nil
+	})
+	t.Logf("every Node initialised %.0fs after the Machines were created", time.Since(start).Seconds())
+	pod := ccmPod(t, ctx, wl, addonRef(addonVersion))
+	if pod.Spec.NodeName != cpNode {
+		t.Fatalf("the CCM pod %s runs on %q, want the control-plane node %s", pod.Name, pod.Spec.NodeName, cpNode)
+	}
+	m.waitFor(vc, 3*time.Minute, "AddonsReady True at "+addonVersion, addonsReadyAt(vc, addonVersion))
+	t.Logf("AddonsReady: %s", meta.FindStatusCondition(vc.Status.Conditions, capvcov1.AddonsReadyCondition).Message)
+
+	// Cluster API: every Machine's nodeRef is the Node of its VCOMachine's provider ID.
+	eventually(t, ctx, p, 3*time.Minute, "every Machine's nodeRef", func() error {
+		var machines clusterv1.MachineList
+		if err := env.Client.List(ctx, &machines, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(machines.Items) != 2 {
+			return fmt.Errorf("%d Machines", len(machines.Items))
+		}
+		for _, mc := range machines.Items {
+			i := slices.IndexFunc(vms, func(vm capvcov1.VCOMachine) bool { return vm.Name == mc.Spec.InfrastructureRef.Name })
+			if i < 0 {
+				return fmt.Errorf("machine %s: no VCOMachine %s", mc.Name, mc.Spec.InfrastructureRef.Name)
+			}
+			if mc.Spec.ProviderID != vms[i].Spec.ProviderID || mc.Status.NodeRef.Name != vms[i].Name {
+				return fmt.Errorf("machine %s: providerID %q nodeRef %q, want %q and %q", mc.Name, mc.Spec.ProviderID,
+					mc.Status.NodeRef.Name, vms[i].Spec.ProviderID, vms[i].Name)
+			}
+		}
+		return nil
+	})
+	// The Cluster's availability gates: each but ControlPlaneAvailable holds. That one Cluster
+	// API v1.14.2 computes only from a control-plane provider's object (controlPlaneRef): for
+	// stand-alone control-plane Machines it reports Unknown, so Available cannot be True here.
+	gates := []string{clusterv1.ClusterInfrastructureReadyCondition, clusterv1.ClusterControlPlaneInitializedCondition,
+		clusterv1.ClusterRemoteConnectionProbeCondition, clusterv1.ClusterWorkersAvailableCondition}
+	m.waitFor(cluster, 5*time.Minute, "the Cluster's gates but ControlPlaneAvailable True", func() error {
+		for _, g := range gates {
+			if c := meta.FindStatusCondition(cluster.Status.Conditions, g); c == nil || c.Status != metav1.ConditionTrue {
+				return fmt.Errorf("%s is %v", g, c)
+			}
+		}
+		avail := meta.FindStatusCondition(cluster.Status.Conditions, clusterv1.ClusterAvailableCondition)
+		cpa := meta.FindStatusCondition(cluster.Status.Conditions, clusterv1.ClusterControlPlaneAvailableCondition)
+		if avail == nil || cpa == nil || cpa.Status != metav1.ConditionUnknown || avail.Status == metav1.ConditionTrue ||
+			!strings.Contains(avail.Message, clusterv1.ClusterControlPlaneAvailableCondition) {
+			return fmt.Errorf("Available %v, ControlPlaneAvailable %v", avail, cpa)
+		}
+		return nil
+	})
+	t.Logf("Cluster: %s", describeConditions(cluster.Status.Conditions))
+
+	// The manager at a new version: the same Deployment rolls to the new version's image.
+	dep, err := wl.AppsV1().Deployments("kube-system").Get(ctx, ccmDeployment, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.stopCAPVCO()
+	m.startCAPVCO(prober, upgradeVersion)
+	start = time.Now()
+	m.waitFor(vc, 5*time.Minute, "AddonsReady True at "+upgradeVersion, addonsReadyAt(vc, upgradeVersion))
+	rolled, err := wl.AppsV1().Deployments("kube-system").Get(ctx, ccmDeployment, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rolled.UID != dep.UID || rolled.Spec.Template.Spec.Containers[0].Image != addonRef(upgradeVersion) || rolled.Generation <= dep.Generation {
+		t.Fatalf("the CCM Deployment after the upgrade: uid %s (was %s), image %s, generation %d (was %d)", rolled.UID, dep.UID,
+			rolled.Spec.Template.Spec.Containers[0].Image, rolled.Generation, dep.Generation)
+	}
+	newPod := ccmPod(t, ctx, wl, addonRef(upgradeVersion))
+	t.Logf("the CCM rolled to %s in %.0fs (pod %s replaced by %s)", upgradeVersion, time.Since(start).Seconds(), pod.Name, newPod.Name)
+
+	// Deleting the Cluster: Cluster API deletes the Machines, CAPVCO their VMs, then the
+	// cloudspace; nothing stays billed and every machine powers off for good.
+	if err := env.Client.Delete(ctx, cluster); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	m.waitGone(cluster, 6*time.Minute)
+	t.Logf("the Cluster was deleted in %.0fs", time.Since(start).Seconds())
+	if billed := sim.Billed(); len(billed) > 0 {
+		t.Errorf("billed on the platform after the cluster's deletion: %+v", billed)
+	}
+	if fronts := sim.TCPLoadBalancerFronts(); len(fronts) > 0 {
+		t.Errorf("load balancers still listen on %v", fronts)
+	}
+	eventually(t, ctx, p, 2*time.Minute, "every machine destroyed", func() error {
+		for _, s := range p.Machines() {
+			if s.State != localcluster.MachineDestroyed {
+				return fmt.Errorf("machine %d is %s", s.ID, s.State)
+			}
+		}
+		return nil
+	})
+}
+
+// mgmt is the management side: the API server, the test's namespace and the CAPVCO
+// controllers, which a test stops and starts again (an upgraded manager).
+type mgmt struct {
+	t    *testing.T
+	env  *testenv.Env
+	ns   string
+	stop func()
+}
+
+// startCAPVCO runs the CAPVCO controllers as the manager sets them up, at the given add-on
+// version, with the platform's API on the host, the prober reaching the control-plane VMs
+// inside the platform, and the add-on images of addonRepo.
+func (m *mgmt) startCAPVCO(prober health.Prober, version string) {
+	m.t.Helper()
+	logs := &syncBuffer{}
+	mgr, err := ctrl.NewManager(m.env.Config, ctrl.Options{
+		Logger:     funcr.New(func(prefix, args string) { logs.line(prefix + " " + args) }, funcr.Options{Verbosity: 1}),
+		Scheme:     m.env.Scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := controllers.Setup(ctx, mgr, controllers.Options{AllowHTTP: true, Prober: prober,
+		Addons: controllers.AddonOptions{Version: version, ImageRepository: addonRepo, Poll: 3 * time.Second}}); err != nil {
+		m.t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	m.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				m.t.Errorf("CAPVCO controllers: %v", err)
+			}
+			if m.t.Failed() {
+				m.t.Logf("CAPVCO controllers at %s, errors (last 30):\n%s", version, logs.errors(30))
+			}
+		})
+	}
+	m.t.Cleanup(m.stop)
+}
+
+func (m *mgmt) stopCAPVCO() { m.stop() }
+
+// create creates o, retrying while Cluster API's webhooks are not serving yet.
+func (m *mgmt) create(o client.Object) {
+	m.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := m.env.Client.Create(context.Background(), o)
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "connection refused") || time.Now().After(deadline) {
+			m.t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitFor polls o until ok passes; on timeout it fails with o's conditions.
+func (m *mgmt) waitFor(o interface {
+	client.Object
+	GetConditions() []metav1.Condition
+}, timeout time.Duration, what string, ok func() error) {
+	m.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := m.env.Client.Get(context.Background(), client.ObjectKeyFromObject(o), o)
+		if err == nil {
+			err = ok()
+		}
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			m.t.Fatalf("%s: not after %s: %v; %T %s conditions: %s", what, timeout, err, o, o.GetName(), describeConditions(o.GetConditions()))
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func (m *mgmt) waitGone(o client.Object, timeout time.Duration) {
+	m.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := m.env.Client.Get(context.Background(), client.ObjectKeyFromObject(o), o)
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			msg := fmt.Sprintf("%T %s still there after %s (%v)", o, o.GetName(), timeout, err)
+			if c, ok := o.(interface{ GetConditions() []metav1.Condition }); ok {
+				msg += ": " + describeConditions(c.GetConditions())
+			}
+			var vms capvcov1.VCOMachineList
+			if m.env.Client.List(context.Background(), &vms, client.InNamespace(m.ns)) == nil {
+				for _, vm := range vms.Items {
+					msg += fmt.Sprintf("\nVCOMachine %s: %s", vm.Name, describeConditions(vm.Status.Conditions))
+				}
+			}
+			m.t.Fatal(msg)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// addonsReadyAt checks that the VCOCluster's AddonsReady says the CCM is installed and
+// available at version, and that status.addons records it so.
+func addonsReadyAt(vc *capvcov1.VCOCluster, version string) func() error {
+	return func() error {
+		c := meta.FindStatusCondition(vc.Status.Conditions, capvcov1.AddonsReadyCondition)
+		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "installed and available: cloud-controller-manager "+version) {
+			return fmt.Errorf("AddonsReady %v", c)
+		}
+		i := slices.IndexFunc(vc.Status.Addons, func(a capvcov1.AddonStatus) bool { return a.Name == "cloud-controller-manager" })
+		if i < 0 || vc.Status.Addons[i].Version != version || !vc.Status.Addons[i].Available {
+			return fmt.Errorf("status.addons %+v", vc.Status.Addons)
+		}
+		return nil
+	}
+}
+
+func describeConditions(cs []metav1.Condition) string {
+	var b strings.Builder
+	for _, c := range cs {
+		fmt.Fprintf(&b, "\n  %s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
+	}
+	return b.String()
+}
+
+// addonRef is the CCM image the manager at version names.
+func addonRef(version string) string {
+	return addonRepo + "/capvco-cloud-controller-manager:" + version
+}
+
+// ccmPod is the one CCM Pod not being deleted, Ready, running image.
+func ccmPod(t *testing.T, ctx context.Context, wl kubernetes.Interface, image string) corev1.Pod {
+	t.Helper()
+	var pods *corev1.PodList
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		var err error
+		pods, err = wl.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: ccmLabel})
+		if err == nil {
+			pods.Items = slices.DeleteFunc(pods.Items, func(p corev1.Pod) bool { return p.DeletionTimestamp != nil })
+			if len(pods.Items) == 1 && pods.Items[0].Spec.Containers[0].Image == image && podReady(&pods.Items[0]) {
+				return pods.Items[0]
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the CCM pod, Ready with image %s: %v (%v)", image, podSummary(pods), err)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func internalIP(vm *capvcov1.VCOMachine) string {
+	for _, a := range vm.Status.Addresses {
+		if a.Type == clusterv1.MachineInternalIP {
+			return a.Address
+		}
+	}
+	return ""
+}
+
+// machineDirOf is the folder of the platform machine a VCOMachine's VM runs on ("" before it
+// has one), for the CCM's logs.
+func machineDirOf(p *localcluster.Platform, vm *capvcov1.VCOMachine) string {
+	for _, s := range p.Machines() {
+		if s.Hostname == vm.Name {
+			return s.Dir
+		}
+	}
+	return ""
+}
+
+func imageID(t *testing.T, sim *vcosim.Sim) int64 {
+	t.Helper()
+	for _, img := range sim.Snapshot().Images {
+		if img.Location == vcosim.SeedLocation && img.Name == vcosim.SeedImageName {
+			return int64(img.ID)
+		}
+	}
+	t.Fatalf("no seeded image in %s", vcosim.SeedLocation)
+	return 0
+}
+
+// deleteSimulatedClusters deletes every cloudspace still live in the simulator, with its VMs
+// (and so their machines), after a failed run.
+func deleteSimulatedClusters(t *testing.T, sim *vcosim.Sim, url, jwt string) {
+	vc, err := vco.New(vco.Credentials{URL: url, Customer: vcosim.SeedCustomer, JWT: jwt}, vco.Options{MaxAttempts: 1})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	for _, cs := range sim.Snapshot().Cloudspaces {
+		if cs.Status != "DESTROYED" {
+			_ = vcohost.DeleteCluster(context.Background(), vc, cs.ID)
+		}
+	}
+}
+
+// loopbackForward carries connections to a host loopback port on to an address inside the
+// platform, once one is set.
+type loopbackForward struct {
+	addr string
+	to   atomic.Pointer[string]
+}
+
+func forwardIntoPlatform(t *testing.T, p *localcluster.Platform) *loopbackForward {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	f := &loopbackForward{addr: ln.Addr().String()}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				to := f.to.Load()
+				if to == nil {
+					return
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				up, err := p.DialContext(ctx, "tcp", *to)
+				cancel()
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go func() { _, _ = io.Copy(up, c); _ = up.(*net.TCPConn).CloseWrite() }()
+				_, _ = io.Copy(c, up)
+			}()
+		}
+	}()
+	return f
+}
+
+// buildVersionedCCMImages builds the CCM once and writes one image tarball per version, tagged
+// <addonRepo>/capvco-cloud-controller-manager:<version> as the manager at that version names
+// it; a tarball of the same content and tag is kept from an earlier run.
+func buildVersionedCCMImages(t *testing.T, ctx context.Context, root string, versions ...string) []string {
+	t.Helper()
+	dir := filepath.Join(root, "_artifacts", "images-platform", "manager-addons")
+	spec := ccmImageSpec(t, ctx, root, filepath.Join(dir, "bin", "capvco-cloud-controller-manager"))
+	key, err := images.Key(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, v := range versions {
+		tarball := filepath.Join(dir, "ccm-"+v+"-"+key[:images.TagLen]+".tar")
+		out = append(out, tarball)
+		if _, err := os.Stat(tarball); err == nil {
+			continue
+		}
+		old, _ := filepath.Glob(filepath.Join(dir, "ccm-"+v+"-*.tar"))
+		for _, f := range old {
+			_ = os.Remove(f)
+		}
+		spec.Ref = addonRef(v)
+		if err := images.WriteTarball(spec, tarball); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// syncBuffer keeps the controllers' log lines.
+type syncBuffer struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (b *syncBuffer) line(s string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lines = append(b.lines, s)
+}
+
+func (b *syncBuffer) errors(n int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, l := range b.lines {
+		if strings.Contains(l, `"error"`) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out[max(0, len(out)-n):], "\n")
+}
+
+func lastBytes(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
