@@ -367,6 +367,14 @@ type VCOClusterStatus struct {
 	// +kubebuilder:validation:MaxItems=16
 	Addons []AddonStatus `json:"addons,omitempty"`
 
+	// platformCheckedAt is when the sites' cloudspaces, the load balancer and its server pool
+	// were last read from the platform. Reconciles in between use cloudspaces and loadBalancer
+	// as recorded here; they are read again when the API servers that answer differ from
+	// loadBalancer.members, the spec changed, the last read did not find them all ready, or
+	// platformCheckedAt is older than the machine resync (10 minutes by default).
+	// +optional
+	PlatformCheckedAt *metav1.Time `json:"platformCheckedAt,omitempty"`
+
 	// observedGeneration is the generation the status was computed from.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

@@ -126,8 +126,10 @@ type VCOMachineStatus struct {
 	FailureDomain string `json:"failureDomain,omitempty"`
 
 	// vm is the VM as last read from the platform. A provisioned machine's VM is read again
-	// once checkedAt is older than the manager's --capvco-machine-resync, so that one deleted
-	// out of band is reported; reconciles in between use this record.
+	// at the end of the machine resync window (10 minutes by default, counted from the zero
+	// time) that holds checkedAt, so that one deleted out of band is reported; the machines of
+	// a cloudspace read in one window are read again together, from one listing. Reconciles in
+	// between use this record.
 	// +optional
 	VM *VMStatus `json:"vm,omitempty"`
 

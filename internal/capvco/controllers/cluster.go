@@ -39,6 +39,10 @@ type clusterProvider struct {
 	recorder record.EventRecorder
 	clock    clock.PassiveClock
 	dnsDone  chan event.GenericEvent
+	// resync is how often the cloudspaces, the load balancer and its pool are read back while
+	// nothing else makes a read due (decide.PlatformReadDue): between reads, reconciles use
+	// what status recorded.
+	resync time.Duration
 }
 
 // waitPoll is how soon a reconcile looks again at something the platform is still doing.
@@ -93,12 +97,13 @@ func (r *clusterProvider) ReconcileNormal(ctx context.Context, s *clusterScope) 
 		r.connect,                 // observe: the cluster credential's client
 		r.checkLocationImages,     // operator: every site's location sees its image (operator.go)
 		r.keepRegistryCertificate, // operator: the registry certificate in the store (operator.go)
+		r.recallPlatform,          // observe: the cloudspaces, load balancer and pool from status while no read is due
 		r.ensureCloudspaces,       // act: each site's cloudspace, found, adopted or created
 		r.awaitCloudspaces,        // wait: a lost cloudspace needs a person, a deploying one time
 		r.ensureLoadBalancer,      // act: the control-plane load balancer and its pool
 		r.ensureDNS,               // act: the endpoint's A record, written in the background
 		r.ensureMesh,              // act: links between the sites
-		r.syncMembers,             // act: the pool holds exactly the API servers that answer
+		r.syncMembers,             // act: the pool holds exactly the API servers that answer (read when they changed)
 		r.deliverAddons,           // act: the add-ons in the workload cluster (addons.go)
 		r.observeSRIOV,            // observe: the SR-IOV agent's credential and DaemonSet (sriov.go)
 	)

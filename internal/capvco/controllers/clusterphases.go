@@ -32,6 +32,8 @@ type clusterObserved struct {
 	missingImages []string
 	images        *imagesObserved
 	registry      *registryObserved
+	// recallPlatform: the sites, load balancer and pool are status's record, not read this pass
+	recalled bool
 	// ensureCloudspaces
 	sites []siteObserved
 	// awaitCloudspaces: every site's cloudspace was looked at and all are deployed
@@ -41,6 +43,8 @@ type clusterObserved struct {
 	pool   *vco.ServerPool
 	lbErr  error
 	lbDone bool
+	// ensureLoadBalancer: the cloudspaces, load balancer and pool were all read this pass
+	platformRead bool
 	// ensureDNS
 	dnsProgress *dns.Progress
 	dnsErr      error
@@ -70,10 +74,38 @@ type siteObserved struct {
 
 func (o *clusterObserved) primary() siteObserved { return o.sites[0] }
 
+// recallPlatform takes the sites' cloudspaces, the load balancer and its pool (its members'
+// addresses) from status while no read is due (decide.PlatformReadDue): then the pass reads
+// none of them, unless the API servers that answer are not the recorded members (syncMembers).
+func (r *clusterProvider) recallPlatform(_ context.Context, p *clusterPass) error {
+	due, next := decide.PlatformReadDue(p.vc, r.resync, p.obs.now)
+	if due {
+		return nil
+	}
+	p.requeueAfter(next)
+	for _, site := range decide.Sites(p.vc.Spec) {
+		rec := cloudspaceStatus(p.vc, site.Name)
+		p.obs.sites = append(p.obs.sites, siteObserved{site: site, recorded: rec, Observed: cloudspace.Observed{Cloudspace: vco.Cloudspace{
+			ID: rec.ID, Name: rec.Name, Location: rec.Location, Status: "DEPLOYED", ExternalNetworkIP: rec.ExternalIP}}})
+	}
+	st := p.vc.Status.LoadBalancer
+	pool := &vco.ServerPool{ID: st.ServerPoolID}
+	for _, a := range st.Members {
+		pool.Hosts = append(pool.Hosts, vco.PoolHost{Address: a})
+	}
+	lb := &vco.LoadBalancer{ID: st.ID, FrontEnd: vco.LBFrontEnd{Port: lbPort(p.vc), IPAddress: st.Address},
+		BackEnd: vco.LBBackEnd{ServerPoolID: st.ServerPoolID, TargetPort: decide.DefaultAPIServerPort}}
+	p.obs.recalled, p.obs.lb, p.obs.pool, p.obs.lbDone = true, lb, pool, true
+	return nil
+}
+
 // ensureCloudspaces finds, adopts or creates each site's cloudspace. A cloudspace found by name
 // while the cached status had none is checked against the live status first: this
 // controller's own create, patched a moment ago, is not an adoption.
 func (r *clusterProvider) ensureCloudspaces(ctx context.Context, p *clusterPass) error {
+	if p.obs.recalled {
+		return nil
+	}
 	var live *capvcov1.VCOCluster
 	for _, site := range decide.Sites(p.vc.Spec) {
 		so := siteObserved{site: site}
@@ -136,6 +168,16 @@ func (r *clusterProvider) awaitCloudspaces(_ context.Context, p *clusterPass) er
 // ensureLoadBalancer keeps the control-plane load balancer and its pool on the primary
 // cloudspace's external address.
 func (r *clusterProvider) ensureLoadBalancer(ctx context.Context, p *clusterPass) error {
+	if p.obs.recalled {
+		return nil
+	}
+	err := r.readLoadBalancer(ctx, p)
+	p.obs.platformRead = err == nil
+	return err
+}
+
+// readLoadBalancer reads (or creates) the load balancer and its pool.
+func (r *clusterProvider) readLoadBalancer(ctx context.Context, p *clusterPass) error {
 	primary := p.obs.primary()
 	known := loadbalancer.Known{}
 	if st := p.vc.Status.LoadBalancer; st != nil {
@@ -150,9 +192,15 @@ func (r *clusterProvider) ensureLoadBalancer(ctx context.Context, p *clusterPass
 	return nil
 }
 
-// ensureDNS makes sure the A record is written (in the background: a write takes ~30 s).
+// ensureDNS makes sure the A record is written (in the background: a write takes ~30 s); while
+// the platform is recalled from status (recallPlatform), a record status says is published is not
+// listed again.
 func (r *clusterProvider) ensureDNS(ctx context.Context, p *clusterPass) error {
 	if p.vc.Spec.DNS == nil {
+		return nil
+	}
+	if rec := p.vc.Status.DNS; p.obs.recalled && rec != nil && rec.Published && rec.Name == p.vc.Spec.DNS.Name {
+		p.obs.dnsProgress = &dns.Progress{Done: true} // published as of the last read (recallPlatform)
 		return nil
 	}
 	prog, err := r.dns.Ensure(ctx, p.api, p.obs.primary().Cloudspace.ID, p.vc.Spec.DNS.Name, r.notify(p.vc))
@@ -175,7 +223,9 @@ func (r *clusterProvider) ensureMesh(ctx context.Context, p *clusterPass) error 
 }
 
 // syncMembers probes the control-plane machines' API servers and makes the pool's hosts
-// exactly the ones that answered.
+// exactly the ones that answered. With the pool recalled from status, a pass whose answering
+// API servers are the recorded members costs no call; otherwise the pool and its load balancer
+// are read first, and the probe covers the hosts the platform has.
 func (r *clusterProvider) syncMembers(ctx context.Context, p *clusterPass) error {
 	var machines capvcov1.VCOMachineList
 	if err := r.client.List(ctx, &machines, client.InNamespace(p.vc.Namespace),
@@ -194,9 +244,15 @@ func (r *clusterProvider) syncMembers(ctx context.Context, p *clusterPass) error
 			leaving = append(leaving, ip)
 		}
 	}
-	pool := *p.obs.pool
-	healthy := health.Healthy(ctx, r.prober, decide.ProbeSet(candidates, leaving, pool.Hosts), decide.DefaultAPIServerPort)
-	members, err := loadbalancer.SyncMembers(ctx, p.api, p.obs.primary().Cloudspace.ID, pool, healthy)
+	healthy := health.Healthy(ctx, r.prober, decide.ProbeSet(candidates, leaving, p.obs.pool.Hosts), decide.DefaultAPIServerPort)
+	if p.obs.recalled && !decide.SameMembers(healthy, hostAddresses(p.obs.pool.Hosts)) {
+		if err := r.readLoadBalancer(ctx, p); err != nil {
+			p.obs.membersErr = err
+			return err
+		}
+		healthy = health.Healthy(ctx, r.prober, decide.ProbeSet(candidates, leaving, p.obs.pool.Hosts), decide.DefaultAPIServerPort)
+	}
+	members, err := loadbalancer.SyncMembers(ctx, p.api, p.obs.primary().Cloudspace.ID, *p.obs.pool, healthy)
 	if members == nil {
 		members = []string{}
 	}

@@ -44,7 +44,8 @@ type Options struct {
 	// handshake with <address>:6443.
 	Prober health.Prober
 	// MachineResync is how often a provisioned machine's VM is read back to notice a VM lost
-	// out of band (default DefaultMachineResync).
+	// out of band, and a VCOCluster's cloudspaces, load balancer and pool while nothing else
+	// makes their read due (default DefaultMachineResync).
 	MachineResync time.Duration
 	// AllowHTTP and AllowedHosts are the manager's --vco-allow-http and --vco-allowed-hosts:
 	// where the real client (Platform nil) lets credential Secrets point it.
@@ -94,9 +95,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		repo = addons.DefaultImageRepository
 	}
 	dnsDone := make(chan event.GenericEvent, 64)
+	if opts.MachineResync <= 0 {
+		opts.MachineResync = DefaultMachineResync
+	}
 	cp := &clusterProvider{
 		client: c, reader: mgr.GetAPIReader(), platform: opts.Platform, prober: opts.Prober, dns: dns.NewWriter(opts.Clock),
-		recorder: mgr.GetEventRecorderFor("vcocluster-controller"), clock: opts.Clock, dnsDone: dnsDone,
+		recorder: mgr.GetEventRecorderFor("vcocluster-controller"), clock: opts.Clock, dnsDone: dnsDone, resync: opts.MachineResync,
 		addons: &addons.Delivery{Management: c, Registry: addons.Default, Connect: opts.Addons.Connect,
 			Resync: opts.Addons.Resync, Poll: opts.Addons.Poll,
 			Manager: addons.Settings{Version: addonVersion, ImageRepository: repo, Images: opts.Addons.Images,
@@ -117,9 +121,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		},
 	}); err != nil {
 		return fmt.Errorf("VCOCluster controller: %w", err)
-	}
-	if opts.MachineResync <= 0 {
-		opts.MachineResync = DefaultMachineResync
 	}
 	mp := &machineProvider{client: c, platform: opts.Platform, recorder: mgr.GetEventRecorderFor("vcomachine-controller"),
 		clock: opts.Clock, resync: opts.MachineResync, listings: &vm.Listings{}}

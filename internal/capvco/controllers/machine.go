@@ -218,7 +218,7 @@ func (r *machineProvider) observeVM(ctx context.Context, p *machinePass) error {
 		p.requeueAfter(next)
 		return nil
 	}
-	v, err := vm.Get(ctx, p.api, p.obs.csID, id)
+	v, err := vm.Read(ctx, p.api, r.listings, listingKey(p), p.obs.csID, id)
 	if errors.Is(err, vm.ErrLost) {
 		p.obs.lost, p.obs.vmErr, p.stop = true, err, true
 		if !ptr.Deref(m.Status.Initialization.Provisioned, false) || m.Status.VMID != nil {
@@ -233,6 +233,13 @@ func (r *machineProvider) observeVM(ctx context.Context, p *machinePass) error {
 	p.obs.vm, p.obs.vmRead = &v, true
 	p.requeueAfter(r.resync)
 	return nil
+}
+
+// listingKey is what the machine's VM listings are shared under: the machines of one cluster
+// share its credential, and a listing is of one cloudspace.
+func listingKey(p *machinePass) string {
+	c := p.obs.where.cluster
+	return string(c.UID) + "/" + c.Spec.CredentialsRef.Name + "/" + p.obs.csID
 }
 
 // recordedVM is the VM as status.vm and the addresses recorded it.
@@ -277,9 +284,7 @@ func (r *machineProvider) createVM(ctx context.Context, p *machinePass) error {
 	for _, d := range m.Spec.DataDisksGiB {
 		disks = append(disks, int(d))
 	}
-	// The machines of one cluster share its credential: they may share a listing.
-	key := string(where.cluster.UID) + "/" + where.cluster.Spec.CredentialsRef.Name + "/" + p.obs.csID
-	v, err := vm.Ensure(ctx, p.api, r.listings, key, p.obs.csID, vco.CreateVMRequest{
+	v, err := vm.Ensure(ctx, p.api, r.listings, listingKey(p), p.obs.csID, vco.CreateVMRequest{
 		Name: names.VM(m.Name), Description: fmt.Sprintf("CAPVCO machine %s/%s", m.Namespace, m.Name), Hostname: m.Name,
 		VCPUs: int(m.Spec.VCPUs), MemoryMiB: int(m.Spec.MemoryMiB), ImageID: imageID, BootDiskGiB: int(m.Spec.BootDiskGiB),
 		DataDisksGiB: disks, UserData: string(userData),

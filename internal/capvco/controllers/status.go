@@ -188,6 +188,9 @@ func setClusterRecords(vc *capvcov1.VCOCluster, obs *clusterObserved) {
 		setLoadBalancerStatus(vc, obs.lb.ID, obs.pool.ID, address, members)
 		setEndpoint(vc, address, lbPort(vc))
 	}
+	if obs.platformRead {
+		vc.Status.PlatformCheckedAt = ptr.To(metav1.NewTime(obs.now))
+	}
 	if vc.Spec.DNS != nil && obs.dnsProgress != nil {
 		setDNSStatus(vc, obs.dnsProgress.Done)
 	}

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -235,5 +237,42 @@ func TestSetMachineStatus(t *testing.T) {
 				t.Fatalf("VMReady = %+v, want %s", c, tc.reason)
 			}
 		})
+	}
+}
+
+// TestRecalledPassWritesNothing: a pass that takes the cloudspaces, load balancer and pool from
+// status (no read due) computes the very status the read before it wrote, so it patches
+// nothing; the read stamps platformCheckedAt, and the recall keeps the stamp.
+func TestRecalledPassWritesNothing(t *testing.T) {
+	now := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+	vc := &capvcov1.VCOCluster{}
+	vc.Spec.Location, vc.Generation = "l", 2
+	conditions.Set(vc, metav1.Condition{Type: clusterv1.PausedCondition, Status: metav1.ConditionFalse, Reason: clusterv1.NotPausedReason})
+	conditions.Set(vc, metav1.Condition{Type: clusterv1.DeletingCondition, Status: metav1.ConditionFalse, Reason: clusterv1.NotDeletingReason})
+	read := &clusterObserved{now: now, sites: []siteObserved{deployedSite("primary")}, sitesDone: true, lbDone: true, platformRead: true,
+		lb:      &vco.LoadBalancer{ID: "lb", FrontEnd: vco.LBFrontEnd{Port: 6443, IPAddress: "203.0.113.5"}},
+		pool:    &vco.ServerPool{ID: "p", Hosts: []vco.PoolHost{{ID: "h1", Address: "10.0.0.2"}}},
+		members: []string{"10.0.0.2"}}
+	setClusterStatus(vc, read)
+	vc.Status.ObservedGeneration = vc.Generation // the patch helper's part
+	if vc.Status.PlatformCheckedAt == nil || !vc.Status.PlatformCheckedAt.Time.Equal(now) {
+		t.Fatalf("platformCheckedAt = %v after a read at %v", vc.Status.PlatformCheckedAt, now)
+	}
+	r := &clusterProvider{resync: 10 * time.Minute}
+	later := vc.DeepCopy()
+	p := &clusterPass{vc: later, obs: &clusterObserved{now: now.Add(time.Minute)}}
+	if err := r.recallPlatform(context.Background(), p); err != nil || !p.obs.recalled {
+		t.Fatalf("recallPlatform: recalled=%v, %v; want the record used", p.obs.recalled, err)
+	}
+	if p.requeue != 9*time.Minute {
+		t.Errorf("requeue %s; want the read's resync left (9m)", p.requeue)
+	}
+	p.obs.sitesDone, p.obs.members = true, hostAddresses(p.obs.pool.Hosts) // awaitCloudspaces, syncMembers
+	setClusterStatus(later, p.obs)
+	if !equality.Semantic.DeepEqual(vc.Status, later.Status) {
+		t.Fatalf("a recalled pass changed status:\nread     %+v\nrecalled %+v", vc.Status, later.Status)
+	}
+	if due, _ := decide.PlatformReadDue(later, r.resync, now.Add(r.resync)); !due {
+		t.Fatal("no read due a resync after the last read")
 	}
 }

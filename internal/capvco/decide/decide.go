@@ -12,7 +12,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 	"github.com/capx-io/capx/internal/capvco/gpuaddon"
@@ -263,15 +265,22 @@ func OperatorCheckDue(succeeded bool, checkedAt, now time.Time) bool {
 }
 
 // VMReadDue says whether a machine's VM is read from the platform again, and if not, when it
-// is: the VM recorded as last read (state and time) stands for resync while it was running and
-// is the machine's recorded VM; anything else is read now.
+// is: the VM recorded as last read (state and time) stands while it was running and is the
+// machine's recorded VM, until the end of the resync window of its read; anything else is read
+// now. Windows are resync long, counted from the zero time, so the machines read in one window
+// fall due together at its end and share their cloudspace's listing (vm.Listings); each VM is
+// still read at least once every resync.
 func VMReadDue(recorded *capvcov1.VMStatus, recordedID, id int, resync time.Duration, now time.Time) (due bool, next time.Duration) {
 	if recorded == nil || recordedID != id || !strings.EqualFold(recorded.State, "RUNNING") {
 		return true, 0
 	}
-	left := recorded.CheckedAt.Add(resync).Sub(now)
-	if left <= 0 || left > resync {
-		return true, 0 // stale, or recorded by a clock ahead of this one
+	at := recorded.CheckedAt.Time
+	if at.After(now) {
+		return true, 0 // recorded by a clock ahead of this one
+	}
+	left := at.Truncate(resync).Add(resync).Sub(now)
+	if left <= 0 {
+		return true, 0
 	}
 	return false, left
 }
@@ -291,4 +300,47 @@ func AddonDue(recorded *capvcov1.AddonStatus, hash string, resync time.Duration,
 		return true
 	}
 	return !now.Before(recorded.CheckedAt.Add(resync)) || recorded.CheckedAt.After(now.Add(resync))
+}
+
+// PlatformReadDue says whether a VCOCluster pass reads its sites' cloudspaces, its load
+// balancer and its pool from the platform, or takes them from status (which records them, with
+// the pool's members, as of status.platformCheckedAt). A read is due when status does not
+// record every site's cloudspace (id and external address) and the load balancer on the
+// primary's address, when the spec changed since (observedGeneration), when the last pass did
+// not find the cloudspaces and the load balancer ready, or when the last read is resync old
+// (or stamped by a clock ahead of this one). Otherwise next is when it becomes due. A change
+// of the API servers that answer is the caller's to see: it needs the pool read too.
+func PlatformReadDue(vc *capvcov1.VCOCluster, resync time.Duration, now time.Time) (due bool, next time.Duration) {
+	st := &vc.Status
+	if st.PlatformCheckedAt == nil || st.ObservedGeneration != vc.Generation || st.LoadBalancer == nil ||
+		st.LoadBalancer.ID == "" || st.LoadBalancer.ServerPoolID == "" {
+		return true, 0
+	}
+	for i, s := range Sites(vc.Spec) {
+		j := slices.IndexFunc(st.Cloudspaces, func(c capvcov1.CloudspaceStatus) bool { return c.Site == s.Name })
+		if j < 0 || st.Cloudspaces[j].ID == "" || st.Cloudspaces[j].ExternalIP == "" ||
+			(i == 0 && st.Cloudspaces[j].ExternalIP != st.LoadBalancer.Address) {
+			return true, 0
+		}
+	}
+	for _, typ := range []string{capvcov1.CloudspaceReadyCondition, capvcov1.LoadBalancerReadyCondition} {
+		c := meta.FindStatusCondition(st.Conditions, typ)
+		if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != vc.Generation {
+			return true, 0
+		}
+	}
+	left := st.PlatformCheckedAt.Add(resync).Sub(now)
+	if left <= 0 || left > resync {
+		return true, 0
+	}
+	return false, left
+}
+
+// SameMembers says whether the API servers that answer are exactly the recorded members (in
+// any order, duplicates aside).
+func SameMembers(healthy, members []string) bool {
+	a, b := slices.Clone(healthy), slices.Clone(members)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
 }

@@ -13,7 +13,7 @@ import (
 
 // DefaultGather is Listings.Gather's default: short beside a VM create (the API blocks about
 // 2 s until the VM is deployed), long beside a reconcile's own Kubernetes calls.
-const DefaultGather = 250 * time.Millisecond
+const DefaultGather = 200 * time.Millisecond
 
 // Listings lets the machines of one cloudspace that are reconciled at the same time share a VM
 // listing: creating a VM safely costs a lookup by name before the create and one after it, and
@@ -26,14 +26,14 @@ const DefaultGather = 250 * time.Millisecond
 // so sharing it changes no decision. Nothing is kept once a listing has been handed out: the
 // next caller lists again. The zero value is ready; a nil *Listings lists for every caller.
 //
-// A wave: the machines of a key that are inside a create at once (Begin to its end) are one
-// wave. A listing waits, at most Gather after its first caller asked, until every machine of
-// the wave waits for it, so the lookups of a wave (one machine's before its create, another's
-// after) become one listing instead of one each. A machine alone in its wave never waits.
+// A wave: while machines of a key are reconciled together (another one began, with Begin,
+// within the last 4 Gathers), a listing starts Gather after its first caller asked, so that the
+// lookups of the wave (one machine's before its create, another's after it, the reads of a
+// resync) become one listing instead of one each. A machine alone never waits.
 type Listings struct {
-	// Gather bounds how long a listing waits for the rest of its wave (0: DefaultGather).
+	// Gather is how long a listing of a wave collects callers (0: DefaultGather).
 	Gather time.Duration
-	// Clock times the wait (nil: the real clock).
+	// Clock times it (nil: the real clock).
 	Clock clock.Clock
 
 	mu    sync.Mutex
@@ -43,36 +43,36 @@ type Listings struct {
 // listings is one key's listing in flight, the one collecting callers, and the wave.
 type listings struct {
 	current, pending *listing
-	// active is how many machines of the key are between Begin and its end.
+	// active is how many machines of the key are between Begin and its end; began are the
+	// times of the Begins within the last 4 Gathers.
 	active int
+	began  []time.Time
 }
 
 type listing struct {
-	done chan struct{}
-	// full is closed once every active machine of the key waits for this listing.
-	full    chan struct{}
+	done    chan struct{}
 	callers int // how many callers it answers
 	vms     []vco.VM
 	err     error
 }
 
 // Begin counts a machine of key into the wave until the returned function is called (once,
-// when its create and the lookups around it are over).
+// when its lookups are over).
 func (l *Listings) Begin(key string) (end func()) {
 	if l == nil {
 		return func() {}
 	}
 	l.mu.Lock()
-	l.keyState(key).active++
+	s := l.keyState(key)
+	s.active++
+	s.began = append(s.began, l.clock().Now())
 	l.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			l.mu.Lock()
 			defer l.mu.Unlock()
-			s := l.state[key]
 			s.active--
-			s.checkFull()
 			l.forget(key, s)
 		})
 	}
@@ -89,26 +89,22 @@ func (l *Listings) List(ctx context.Context, key string, list func(context.Conte
 	s := l.keyState(key)
 	if w := s.pending; w != nil {
 		w.callers++
-		s.checkFull()
 		l.mu.Unlock()
 		return w.wait(ctx)
 	}
-	w, prev := &listing{done: make(chan struct{}), full: make(chan struct{}), callers: 1}, s.current
+	w, prev := &listing{done: make(chan struct{}), callers: 1}, s.current
 	s.pending = w
-	s.checkFull()
+	wave := s.wave(l.clock().Now(), l.gather())
 	l.mu.Unlock()
 
 	// Callers join w, so w runs even if this caller gives up: it is theirs too. prev is a
-	// listing call, bounded by the client's own timeouts; the wave's wait by Gather.
-	timer := l.clock().NewTimer(l.gather())
+	// listing call, bounded by the client's own timeouts.
+	if wave {
+		<-l.clock().After(l.gather())
+	}
 	if prev != nil {
 		<-prev.done
 	}
-	select {
-	case <-w.full:
-	case <-timer.C():
-	}
-	timer.Stop()
 	l.mu.Lock()
 	s.pending, s.current = nil, w
 	l.mu.Unlock()
@@ -132,10 +128,14 @@ func (w *listing) wait(ctx context.Context) ([]vco.VM, error) {
 	}
 }
 
-// keyState is key's state, created when absent; l.mu is held.
+// keyState is key's state, created when absent; l.mu is held. Keys of waves that are over
+// are dropped on the way.
 func (l *Listings) keyState(key string) *listings {
 	if l.state == nil {
 		l.state = map[string]*listings{}
+	}
+	for k, s := range l.state {
+		l.forget(k, s)
 	}
 	s := l.state[key]
 	if s == nil {
@@ -145,25 +145,24 @@ func (l *Listings) keyState(key string) *listings {
 	return s
 }
 
-// forget drops key once nothing of it is in flight, waiting or active; l.mu is held.
+// forget drops key once nothing of it is in flight, waiting, active or recent; l.mu is held.
 func (l *Listings) forget(key string, s *listings) {
-	if s.current == nil && s.pending == nil && s.active <= 0 {
+	s.began = slices.DeleteFunc(s.began, func(t time.Time) bool { return l.clock().Since(t) >= 4*l.gather() })
+	if s.current == nil && s.pending == nil && s.active <= 0 && len(s.began) == 0 {
 		delete(l.state, key)
 	}
 }
 
-// checkFull lets the pending listing start once every active machine waits for it; l.mu is
-// held. Callers outside any wave (no Begin) count as waiting.
-func (s *listings) checkFull() {
-	w := s.pending
-	if w == nil || w.callers < s.active {
-		return
+// wave says whether machines of the key are reconciled together: more than one is between
+// Begin and its end, or another began within the last 4 Gathers; l.mu is held.
+func (s *listings) wave(now time.Time, gather time.Duration) bool {
+	recent := 0
+	for _, t := range s.began {
+		if now.Sub(t) < 4*gather {
+			recent++
+		}
 	}
-	select {
-	case <-w.full:
-	default:
-		close(w.full)
-	}
+	return s.active > 1 || recent > 1
 }
 
 func (l *Listings) gather() time.Duration {

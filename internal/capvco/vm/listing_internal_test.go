@@ -102,10 +102,11 @@ func TestListingsCallerGivesUp(t *testing.T) {
 	}
 }
 
-// TestListingsWaveSharesOneListing: the machines of a wave (Begin) that look up share one
-// listing: it waits until every one of them waits for it, without the clock moving.
+// TestListingsWaveSharesOneListing: the lookups of machines reconciled together (Begin) are
+// one listing, started Gather after the first of them asked (by the injected clock).
 func TestListingsWaveSharesOneListing(t *testing.T) {
-	l := Listings{Clock: clocktesting.NewFakeClock(time.Now())}
+	clk := clocktesting.NewFakeClock(time.Now())
+	l := Listings{Clock: clk, Gather: time.Second}
 	var calls atomic.Int32
 	list := func(context.Context) ([]vco.VM, error) { return []vco.VM{{ID: int(calls.Add(1))}}, nil }
 	ends := []func(){l.Begin("cs"), l.Begin("cs"), l.Begin("cs"), l.Begin("other")}
@@ -113,6 +114,12 @@ func TestListingsWaveSharesOneListing(t *testing.T) {
 	for range 3 {
 		go askID(t, &l, list, got)
 	}
+	waitFor(t, func() bool { return l.waiting("cs") == 3 })
+	clk.Step(999 * time.Millisecond)
+	if calls.Load() != 0 {
+		t.Fatalf("the listing started %d times before Gather passed", calls.Load())
+	}
+	clk.Step(time.Millisecond)
 	for range 3 {
 		if id := <-got; id != 1 {
 			t.Errorf("answer of listing %d; want the one listing of the wave", id)
@@ -125,53 +132,29 @@ func TestListingsWaveSharesOneListing(t *testing.T) {
 		end()
 		end() // a second call is a no-op
 	}
-	if l.keys() != 0 {
-		t.Fatalf("%d keys kept after the waves ended", l.keys())
+	clk.Step(4 * time.Second)
+	l.Begin("x")()
+	if l.keys() != 1 {
+		t.Fatalf("%d keys kept after the waves ended (want only the new one)", l.keys())
 	}
 }
 
-// TestListingsWaveWaitsAtMostGather: a listing waits for a machine of its wave that does not
-// look up (it is in its create) for Gather at most, by the injected clock.
-func TestListingsWaveWaitsAtMostGather(t *testing.T) {
+// TestListingsWaveEnds: once the other machines' Begins are 4 Gathers old and they ended, a
+// machine is alone again and lists at once.
+func TestListingsWaveEnds(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	l := Listings{Clock: clk, Gather: time.Second}
-	var calls atomic.Int32
-	endA, endB := l.Begin("cs"), l.Begin("cs")
-	defer endB()
-	defer endA()
-	done := make(chan error, 1)
-	go func() {
-		_, err := l.List(context.Background(), "cs", func(context.Context) ([]vco.VM, error) { calls.Add(1); return nil, nil })
-		done <- err
-	}()
-	waitFor(t, clk.HasWaiters)
-	clk.Step(999 * time.Millisecond)
-	if calls.Load() != 0 || l.waiting("cs") != 1 {
-		t.Fatalf("the listing started before Gather passed (%d calls)", calls.Load())
+	l.Begin("cs")()
+	clk.Step(3 * time.Second)
+	end := l.Begin("cs")
+	if w := l.state["cs"].wave(clk.Now(), time.Second); !w {
+		t.Fatal("a Begin 3 s ago (within 4 Gathers) is not part of the wave")
 	}
-	clk.Step(time.Millisecond)
-	if err := <-done; err != nil || calls.Load() != 1 {
-		t.Fatalf("after Gather: %v, %d listings", err, calls.Load())
-	}
-}
-
-// TestListingsWaveMemberLeaving: a machine of the wave that ends without looking up (its
-// create failed) no longer holds the listing back.
-func TestListingsWaveMemberLeaving(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Now())
-	l := Listings{Clock: clk}
-	endA, endB := l.Begin("cs"), l.Begin("cs")
-	defer endA()
-	done := make(chan error, 1)
-	go func() {
-		_, err := l.List(context.Background(), "cs", func(context.Context) ([]vco.VM, error) { return nil, nil })
-		done <- err
-	}()
-	waitFor(t, func() bool { return l.waiting("cs") == 1 })
-	endB()
-	if err := <-done; err != nil {
+	clk.Step(time.Second)
+	if _, err := l.List(context.Background(), "cs", func(context.Context) ([]vco.VM, error) { return nil, nil }); err != nil {
 		t.Fatal(err)
 	}
+	end()
 }
 
 // TestListingsAloneNeverWaits: a machine alone in its wave lists at once.

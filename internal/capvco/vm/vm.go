@@ -19,7 +19,6 @@ import (
 // API is what this package calls.
 type API interface {
 	EnsureVMListed(ctx context.Context, cloudspaceID string, req vco.CreateVMRequest, list func(context.Context) ([]vco.VM, error)) (vco.VM, bool, error)
-	GetVM(ctx context.Context, cloudspaceID string, id int) (vco.VM, error)
 	ListVMs(ctx context.Context, cloudspaceID string, includeDeleted bool) ([]vco.VM, error)
 	StopVM(ctx context.Context, cloudspaceID string, id int, force bool) error
 	DeleteVM(ctx context.Context, cloudspaceID string, id int, opts vco.DeleteVMOptions) error
@@ -41,18 +40,27 @@ func Image(ctx context.Context, api API, location string, img capvcov1.ImageSpec
 	return found.ID, nil
 }
 
-// Get reads the VM knownID; ErrLost when it is gone.
-func Get(ctx context.Context, api API, cloudspaceID string, knownID int) (vco.VM, error) {
-	v, err := api.GetVM(ctx, cloudspaceID, knownID)
-	if errors.Is(err, vco.ErrNotFound) || (err == nil && gone(v.Status)) {
-		return vco.VM{}, fmt.Errorf("VM %d in cloudspace %s: %w", knownID, cloudspaceID, ErrLost)
+// Read reads the VM knownID from the cloudspace's listing through listings under key, shared
+// with the machines of key that read at the same time (the machines read in one resync window
+// fall due together); ErrLost when the listing does not have it (the listing leaves out the
+// recycle bin and destroyed VMs, as Get reports them lost) or the cloudspace is gone.
+func Read(ctx context.Context, api API, listings *Listings, key, cloudspaceID string, knownID int) (vco.VM, error) {
+	defer listings.Begin(key)()
+	vms, err := listings.List(ctx, key, func(ctx context.Context) ([]vco.VM, error) { return api.ListVMs(ctx, cloudspaceID, false) })
+	if err != nil && !errors.Is(err, vco.ErrNotFound) {
+		return vco.VM{}, fmt.Errorf("list the VMs of cloudspace %s: %w", cloudspaceID, err)
 	}
-	return v, err
+	for _, v := range vms {
+		if v.ID == knownID && !gone(v.Status) {
+			return v, nil
+		}
+	}
+	return vco.VM{}, fmt.Errorf("VM %d in cloudspace %s: %w", knownID, cloudspaceID, ErrLost)
 }
 
 // Ensure finds the VM named req.Name or creates it. Its lookups by name read the cloudspace's
 // listing through listings under key (the cloudspace and its credential), shared with the
-// machines of key that are in Ensure at the same time (one wave).
+// machines of key reconciled at the same time (one wave).
 func Ensure(ctx context.Context, api API, listings *Listings, key, cloudspaceID string, req vco.CreateVMRequest) (vco.VM, error) {
 	defer listings.Begin(key)()
 	list := func(ctx context.Context) ([]vco.VM, error) {

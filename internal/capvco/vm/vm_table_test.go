@@ -15,9 +15,10 @@ import (
 	"github.com/capx-io/capx/internal/vco/vcosim"
 )
 
-// TestGet: a recorded VM is read; one deleted out of band, in the recycle bin or destroyed is
-// ErrLost (reported, never recreated); other failures are errors as they are.
-func TestGet(t *testing.T) {
+// TestRead: a recorded VM is read from its cloudspace's listing; one deleted out of band, in
+// the recycle bin or destroyed is ErrLost (reported, never recreated); other failures are
+// errors as they are.
+func TestRead(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		setup func(t *testing.T, f *fixture, id int)
@@ -36,14 +37,14 @@ func TestGet(t *testing.T) {
 			}
 		}, lost: true},
 		{name: "refused read: an error, not lost", setup: func(_ *testing.T, f *fixture, _ int) {
-			f.sim.Faults().Add(vcosim.Fault{Route: "GET /customers/{customer_id}/cloudspaces/{cloudspace_id}/vms/{vm_id}", Status: http.StatusForbidden})
+			f.sim.Faults().Add(vcosim.Fault{Route: "GET /customers/{customer_id}/cloudspaces/{cloudspace_id}/vms", Status: http.StatusForbidden})
 		}, err: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
 			id := f.vm(t, "m")
 			tc.setup(t, f, id)
-			v, err := vm.Get(context.Background(), f.api, f.cs, id)
+			v, err := vm.Read(context.Background(), f.api, &vm.Listings{}, f.cs, f.cs, id)
 			switch {
 			case tc.lost:
 				if !errors.Is(err, vm.ErrLost) {
