@@ -97,6 +97,10 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 		return nil, err
 	}
 	if o.Runs(ProviderCAPTF) {
+		uploader, err := o.OffsiteUploader()
+		if err != nil {
+			return nil, fmt.Errorf("--offsite-backup-url: %w", err)
+		}
 		if err := captfcontrollers.Setup(ctx, mgr, captfcontrollers.Options{
 			WatchFilter:            o.WatchFilter,
 			Namespace:              o.Namespace,
@@ -104,7 +108,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 			MachineConcurrency:     o.Concurrency["terraformmachine"],
 			MachinePoolConcurrency: o.Concurrency["terraformmachinepool"],
 			Engine: captfcontrollers.EngineOptions{
-				RunnerImage: o.RunnerImage, StateBackups: o.StateBackups, DriftInterval: o.DriftInterval,
+				RunnerImage: o.RunnerImage, StateBackups: o.StateBackups, Offsite: uploader, DriftInterval: o.DriftInterval,
 				MachineDriftInterval: o.MachineDriftInterval, MaxConcurrentDriftJobs: o.MaxConcurrentDriftJobs,
 				MaxActiveJobs: o.MaxActiveJobs, NamespaceMaxActiveJobs: o.NamespaceMaxActiveJobs, ClusterMaxActiveJobs: o.ClusterMaxActiveJobs,
 				ClusterOperationGate: o.ClusterOperationGate, DestroyNamespacePrefix: o.DestroyNamespacePrefix, Identity: identity,
@@ -130,21 +134,11 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 
 // RESTConfig loads the management cluster's config: the --kubeconfig file, else in-cluster,
 // else $KUBECONFIG or ~/.kube/config.
-// Either way the client has no client-side rate limit (QPS -1, as ctrl.GetConfig sets it): the
-// API server's priority and fairness shapes the manager's requests. A kubeconfig loaded by
-// client-go alone would get client-go's 5 requests a second, which bounded a fleet's bring-up.
 func RESTConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		return ctrl.GetConfig()
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.QPS == 0 {
-		cfg.QPS = -1
-	}
-	return cfg, nil
+	return ctrl.GetConfig()
 }
 
 // whoAmI is the user name the API server authenticates the manager as (a SelfSubjectReview,

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/viper"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/capx-io/capx/internal/captf/offsite"
 	"github.com/capx-io/capx/internal/capvco/addons"
 	"github.com/capx-io/capx/internal/vco"
 )
@@ -55,6 +56,10 @@ type Options struct {
 	ClusterMaxActiveJobs   int
 	ClusterOperationGate   bool
 	DestroyNamespacePrefix string
+	// OffsiteBackupURL is where copies of the state backups go ("": nowhere); the credential
+	// is the mounted Secret in OffsiteBackupCredentials.
+	OffsiteBackupURL         string
+	OffsiteBackupCredentials string
 
 	// CAPVCO client settings: where tenants' credential Secrets may send the manager.
 	VCOAllowHTTP    bool
@@ -73,6 +78,9 @@ type Options struct {
 // DefaultDestroyNamespacePrefix starts the name of the namespace, one per namespace being
 // deleted, where the objects deleted with it are destroyed.
 const DefaultDestroyNamespacePrefix = "captf-destroy-"
+
+// DefaultOffsiteBackupCredentials is where config/manager mounts the offsite credential Secret.
+const DefaultOffsiteBackupCredentials = "/etc/captf/offsite-backup"
 
 // maxDestroyNamespacePrefix leaves room for a namespace UID (36 characters) in a namespace name.
 const maxDestroyNamespacePrefix = 63 - 36
@@ -99,6 +107,8 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.String("metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; 0 disables it.")
 	fs.String("runner-image", "", "Image CAPTF Jobs copy the runner from: the manager's own image (env CAPX_RUNNER_IMAGE). Required with --providers=captf.")
 	fs.Int("state-backups", 5, "Complete state backups kept per CAPTF object; 0 takes no new backups (existing ones stay restorable).")
+	fs.String("offsite-backup-url", "", "Copy every complete CAPTF state backup off the cluster to this S3-compatible bucket (a whitesky.cloud objectspace): https://host[:port]/bucket[/prefix][?region=R]. Keys are <prefix>/<namespace>/<kind>/<name>/<serial>-<sha256>.tfstate.gz; empty: no copies.")
+	fs.String("offsite-backup-credentials", DefaultOffsiteBackupCredentials, "Directory of the mounted Secret (in the manager's namespace) with the offsite bucket's credential: files accessKey, secretKey and optionally ca.crt; read again for every upload.")
 	fs.Duration("drift-interval", 30*time.Minute, "Default interval between drift checks of TerraformClusters and TerraformMachinePools (machines: --machine-drift-interval); 0 disables them unless an object or its TerraformCluster's defaults set one.")
 	fs.Duration("machine-drift-interval", 6*time.Hour, "Default interval between drift checks of TerraformMachines, which are applied once and never re-applied, so drift is only reported; 0 disables them unless a machine or its TerraformCluster's defaults set one.")
 	fs.Int("max-concurrent-drift-jobs", 20, "Budget of CAPTF drift-check Jobs running at once across the manager: a due check waits for a free one (applies, destroys and refreshes never do); 0 means no budget.")
@@ -145,6 +155,8 @@ func Load(v *viper.Viper) (*Options, error) {
 		ClusterMaxActiveJobs:     v.GetInt("cluster-max-active-jobs"),
 		ClusterOperationGate:     v.GetBool("cluster-operation-gate"),
 		DestroyNamespacePrefix:   v.GetString("destroy-namespace-prefix"),
+		OffsiteBackupURL:         v.GetString("offsite-backup-url"),
+		OffsiteBackupCredentials: v.GetString("offsite-backup-credentials"),
 	}
 	for _, k := range concurrencyKinds {
 		o.Concurrency[k] = v.GetInt(k + "-concurrency")
@@ -229,6 +241,11 @@ func (o *Options) validate() error {
 				"(lower-case letters, digits and '-', starting with a letter or digit, at most %d characters)", p, maxDestroyNamespacePrefix))
 		}
 	}
+	if o.OffsiteBackupURL != "" {
+		if _, err := o.OffsiteUploader(); err != nil {
+			errs = append(errs, fmt.Errorf("--offsite-backup-url: %w", err))
+		}
+	}
 	if o.DriftInterval < 0 {
 		errs = append(errs, errors.New("--drift-interval must not be negative"))
 	}
@@ -241,6 +258,22 @@ func (o *Options) validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// OffsiteUploader is the offsite target of --offsite-backup-url, nil without one. The
+// credential is read here once, so a missing or empty one stops the manager at start.
+func (o *Options) OffsiteUploader() (*offsite.Uploader, error) {
+	if o.OffsiteBackupURL == "" {
+		return nil, nil
+	}
+	t, err := offsite.ParseURL(o.OffsiteBackupURL)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := offsite.ReadCredentials(o.OffsiteBackupCredentials); err != nil {
+		return nil, fmt.Errorf("%w (--offsite-backup-credentials=%s)", err, o.OffsiteBackupCredentials)
+	}
+	return offsite.NewUploader(t, o.OffsiteBackupCredentials), nil
 }
 
 // Runs reports whether a provider is enabled.

@@ -407,6 +407,11 @@ type StateBackup struct {
 	// bytes is the compressed size of the backup.
 	// +optional
 	Bytes int64 `json:"bytes,omitempty"`
+	// offsite is where the backup's off-cluster copy is, s3://<bucket>/<key>, once the manager
+	// has stored it (--offsite-backup-url); empty while it has none.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Offsite string `json:"offsite,omitempty"`
 }
 
 // Health is a module's health output.

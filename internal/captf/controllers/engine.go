@@ -16,6 +16,7 @@ import (
 	"github.com/capx-io/capx/internal/captf/inputs"
 	"github.com/capx-io/capx/internal/captf/jobs"
 	"github.com/capx-io/capx/internal/captf/leases"
+	"github.com/capx-io/capx/internal/captf/offsite"
 	"github.com/capx-io/capx/internal/captf/outputs"
 	"github.com/capx-io/capx/internal/captf/state"
 )
@@ -40,6 +41,8 @@ type EngineOptions struct {
 	RunnerImage string
 	// StateBackups is how many complete state backups to keep per object (0: take none).
 	StateBackups int
+	// Offsite copies every complete backup set off the cluster (nil: no copies).
+	Offsite *offsite.Uploader
 	// DriftInterval is the default drift-check interval of clusters and pools (0 disables
 	// their default drift checks).
 	DriftInterval time.Duration

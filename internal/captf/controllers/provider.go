@@ -39,6 +39,7 @@ func (r *provider[T]) ReconcileNormal(ctx context.Context, s *reconcileScope[T])
 			r.adoptRetainedState, // housekeeping: take over a retained state the object was told to adopt
 			r.repairOwners,       // housekeeping: the state's Secrets are owned by this object's UID
 			r.backups,            // housekeeping: back up a new serial, prune; observe: the backups
+			r.copyOffsite,        // housekeeping: copy complete backups off the cluster (--offsite-backup-url)
 			r.readOutputs,        // observe: the module's outputs (the kind writes them onto the object)
 			r.renderInputs,       // observe: the durable inputs and the inputs rendered now
 			r.labelCredentials,   // housekeeping: the credentials Secret moves with the cluster when nothing else reads it
@@ -74,7 +75,8 @@ func (r *provider[T]) ReconcileDelete(ctx context.Context, s *reconcileScope[T])
 			r.observeNamespace, // observe: a namespace being deleted, and the copy that destroys elsewhere
 			r.adoptRetainedState,
 			r.repairOwners,
-			r.backups, // observe: the backups (a held deletion may restore one)
+			r.backups,     // observe: the backups (a held deletion may restore one)
+			r.copyOffsite, // observe: their offsite copies (none is made while deleting)
 			r.renderInputs,
 			r.copyHold,
 			r.findPlan,

@@ -55,14 +55,15 @@ func TestParseURL(t *testing.T) {
 	if back, err := offsite.ParseURL(tg.String()); err != nil || back != tg {
 		t.Fatalf("String does not read back: %q %+v %v", tg.String(), back, err)
 	}
-	if tg, err := offsite.ParseURL("http://127.0.0.1:9000/b"); err != nil || !tg.Insecure || tg.Prefix != "" {
+	if tg, err := offsite.ParseURL("http://127.0.0.1:9000/bkt"); err != nil || !tg.Insecure || tg.Prefix != "" {
 		t.Fatalf("loopback http: %+v %v", tg, err)
 	}
 	for _, bad := range []string{
-		"http://objects.example.com/b", // the credential in the clear
+		"http://objects.example.com/bkt", // the credential in the clear
 		"s3://b/p", "https://objects.example.com", "https://objects.example.com/",
-		"https://key:secret@objects.example.com/b", "https://objects.example.com/b?x=1",
-		"https://objects.example.com/b/../c", "https://objects.example.com/b//c",
+		"https://key:secret@objects.example.com/bkt", "https://objects.example.com/bkt?x=1", "https://objects.example.com/b",
+		"https://objects.example.com/Bkt", "https://objects.example.com/bkt/p%00q",
+		"https://objects.example.com/bkt/../c", "https://objects.example.com/bkt//c",
 	} {
 		if _, err := offsite.ParseURL(bad); err == nil {
 			t.Errorf("%q accepted", bad)

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 )
 
@@ -65,8 +66,11 @@ func ParseURL(raw string) (Target, error) {
 	}
 	path := strings.Trim(u.Path, "/")
 	t.Bucket, t.Prefix, _ = strings.Cut(path, "/")
-	if t.Bucket == "" {
-		return bad("no bucket")
+	if !bucketRE.MatchString(t.Bucket) {
+		return bad("the bucket name must be 3 to 63 lower-case letters, digits, '.' and '-'")
+	}
+	if t.Prefix != "" && !prefixRE.MatchString(t.Prefix) {
+		return bad("the prefix may hold only letters, digits, '.', '_', '-' and '/'")
 	}
 	for _, seg := range strings.Split(t.Prefix, "/") {
 		if t.Prefix != "" && (seg == "" || seg == "." || seg == "..") {
@@ -75,6 +79,11 @@ func ParseURL(raw string) (Target, error) {
 	}
 	return t, nil
 }
+
+var (
+	bucketRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+	prefixRE = regexp.MustCompile(`^[A-Za-z0-9._/-]+$`)
+)
 
 func loopback(host string) bool {
 	if host == "localhost" {

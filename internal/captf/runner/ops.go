@@ -238,6 +238,7 @@ func (r *run) restoreOp(ctx context.Context) *failure {
 	if f != nil {
 		return f
 	}
+	force := false
 	if f := r.run1(ctx, "state-pull", func(ctx context.Context) error {
 		current, err := r.tf.StatePull(ctx)
 		if err != nil {
@@ -250,8 +251,13 @@ func (r *run) restoreOp(ctx context.Context) *failure {
 			plain, err = raiseSerialDoc(plain, []byte(current))
 			return err
 		}
-		if err := sameLineage(r.restore, []byte(current)); err != nil {
+		if force, err = unwritten([]byte(current)); err != nil {
 			return &stepError{code: 1, summary: err.Error()}
+		}
+		if !force {
+			if err := sameLineage(r.restore, []byte(current)); err != nil {
+				return &stepError{code: 1, summary: err.Error()}
+			}
 		}
 		return raiseSerial(r.restore, []byte(current))
 	}); f != nil {
@@ -261,7 +267,7 @@ func (r *run) restoreOp(ctx context.Context) *failure {
 		if plain != nil {
 			return r.pushInMemory(ctx, plain)
 		}
-		return r.tf.StatePush(ctx, r.restore, tfexec.Lock(true), r.lockTimeout())
+		return r.tf.StatePush(ctx, r.restore, tfexec.Lock(true), r.lockTimeout(), tfexec.Force(force))
 	}); f != nil {
 		return f
 	}
@@ -439,6 +445,25 @@ func (o *options) checkRestoreDigest() error {
 		return fmt.Errorf("runner: the backup's chunks have digest %s, not the %s the manager verified: a backup Secret changed since; nothing was pushed", got, o.restoreDigest)
 	}
 	return nil
+}
+
+// unwritten reports whether current (as `state pull` prints it) is a state that records
+// nothing: no resources and no outputs, such as the one `init` writes into a backend that had no
+// state (a namespace re-created after its state was lost), with a lineage of its own. A restore
+// replaces it as it would no state at all, with -force, since OpenTofu refuses another lineage
+// otherwise; nothing it could record is lost. No state at all is not unwritten (nothing to force).
+func unwritten(current []byte) (bool, error) {
+	if len(bytes.TrimSpace(current)) == 0 {
+		return false, nil
+	}
+	var cur struct {
+		Resources []json.RawMessage          `json:"resources"`
+		Outputs   map[string]json.RawMessage `json:"outputs"`
+	}
+	if err := json.Unmarshal(current, &cur); err != nil {
+		return false, fmt.Errorf("runner: read the current state: %w", err)
+	}
+	return len(cur.Resources) == 0 && len(cur.Outputs) == 0, nil
 }
 
 // sameLineage checks that the state file at path continues the history of current (a state as

@@ -2,7 +2,6 @@ package restore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -90,7 +89,7 @@ func offsiteKey(ctx context.Context, store *offsite.Store, opts *Options, o *obj
 	if len(serials) == 0 {
 		serials = []string{"none"}
 	}
-	return "", errors.Join(cmdutil.ErrFound, fmt.Errorf("no offsite copy of serial %d of %s in %s (serials there: %s)",
+	return "", cmdutil.WithCode(cmdutil.ExitFound, fmt.Errorf("no offsite copy of serial %d of %s in %s (serials there: %s)",
 		opts.Serial, obj, store.Target(), strings.Join(serials, ", ")))
 }
 
