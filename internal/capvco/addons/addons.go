@@ -42,6 +42,7 @@ import (
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 	"github.com/capx-io/capx/internal/capvco/decide"
 	"github.com/capx-io/capx/internal/manifest"
+	"github.com/capx-io/capx/internal/vco"
 )
 
 // Addon is one component the manager installs into the workload clusters that want it.
@@ -103,11 +104,8 @@ type Settings struct {
 	ControlPlaneReplicas int32
 }
 
-// Platform is the manager's endpoint policy.
-type Platform struct {
-	AllowHTTP    bool
-	AllowedHosts []string
-}
+// Platform is the manager's endpoint policy, given to every add-on as it is.
+type Platform = vco.PlatformConfig
 
 // Image is the image of one of the project's components: the override, else
 // <repository>/<component>:<version>.

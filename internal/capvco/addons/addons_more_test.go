@@ -132,7 +132,7 @@ func TestSRIOVAgentDelivered(t *testing.T) {
 	create(t, cred("copy-of-cluster", "cluster-token"))
 	create(t, cred("sriov-credentials", "sriov-token"))
 	d := &addons.Delivery{Management: env.Client, Registry: addons.Registry{addons.SRIOVAgent{}},
-		Manager: addons.Settings{Version: "v1.2.3", ImageRepository: "registry.example/capx"}}
+		Manager: addons.Settings{Version: "v1.2.3", ImageRepository: "registry.example/capx", Platform: policy}}
 	vc := vcoCluster(ns, "prod")
 	now := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
 
@@ -176,6 +176,7 @@ func TestSRIOVAgentDelivered(t *testing.T) {
 		!slices.Contains(ds.Spec.Template.Spec.Containers[0].Args, "--cloudspace-id=cs-1") {
 		t.Errorf("agent %s %v", img, ds.Spec.Template.Spec.Containers[0].Args)
 	}
+	hasPolicy(t, "the agent", ds.Spec.Template.Spec.Containers[0].Args)
 	markAvailable(t, client.ObjectKeyFromObject(ds), 2)
 	o = reconcile(d, vc, now.Add(20*time.Second))
 	if ds := o.DaemonSets[addons.SRIOVAgentDaemonSet]; !o.Available || ds == nil || ds.Status.NumberAvailable != 2 {
@@ -198,6 +199,20 @@ func TestSRIOVAgentDelivered(t *testing.T) {
 	}
 }
 
+// policy is a manager's endpoint policy for a simulator in the management cluster.
+var policy = addons.Platform{AllowHTTP: true, AllowedHosts: []string{"vcosim.capvco-system.svc:8080"}}
+
+// hasPolicy checks that an add-on that takes its settings as flags got the manager's policy
+// (without it, an in-cluster simulator over http is refused and the add-on never starts).
+func hasPolicy(t *testing.T, what string, args []string) {
+	t.Helper()
+	for _, want := range []string{"--allow-http", "--allowed-hosts=vcosim.capvco-system.svc:8080"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("%s lacks the manager's endpoint policy %s: %v", what, want, args)
+		}
+	}
+}
+
 // TestExternalDNSDelivered: external-dns and the webhook in one Pod, with the cluster's
 // cloudspaces, domains, sources and owner id, timeouts generous enough for ~30 s platform
 // writes, and a copy of the credential (the cluster's by default); unset, it is removed.
@@ -208,7 +223,7 @@ func TestExternalDNSDelivered(t *testing.T) {
 		vco.SecretKeyURL: []byte("https://vco.example.com/api/1"), vco.SecretKeyCustomer: []byte("acme"), vco.SecretKeyJWT: []byte("t"),
 		"note": []byte("stays home")}})
 	d := &addons.Delivery{Management: env.Client, Registry: addons.Registry{addons.ExternalDNS{}},
-		Manager: addons.Settings{Version: "v1.2.3", ImageRepository: "registry.example/capx"}}
+		Manager: addons.Settings{Version: "v1.2.3", ImageRepository: "registry.example/capx", Platform: policy}}
 	vc := vcoCluster(ns, "prod")
 	now := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
 
@@ -243,6 +258,7 @@ func TestExternalDNSDelivered(t *testing.T) {
 			t.Errorf("the webhook lacks %s: %v", want, pod.Containers[1].Args)
 		}
 	}
+	hasPolicy(t, "the webhook", pod.Containers[1].Args)
 	sec := &corev1.Secret{}
 	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ednsmanifests.Namespace, Name: addons.ExternalDNSCredentialsSecret}, sec); err != nil {
 		t.Fatal(err)

@@ -43,7 +43,7 @@ func (CloudControllerManager) Render(s Settings) (Rendered, error) {
 	stream, err := ccmmanifests.Render(ccmmanifests.Options{
 		Image: s.Image("capvco-cloud-controller-manager"), CredentialsSecret: CCMCredentialsSecret,
 		Cluster: ccmconfig.Cluster{Namespace: vc.Namespace, Name: s.ClusterName}, Sites: sites, LoadBalancer: lb,
-		Platform: ccmconfig.Platform{AllowHTTP: s.Platform.AllowHTTP, AllowedHosts: s.Platform.AllowedHosts},
+		Platform: s.Platform,
 		Replicas: ccmReplicas(s.ControlPlaneReplicas),
 	})
 	objs, err := renderedObjects(stream, err)

@@ -61,7 +61,7 @@ func (CSIDriver) Render(s Settings) (Rendered, error) {
 		CredentialsSecret: CSICredentialsSecret,
 		Cluster:           csiconfig.Cluster{Namespace: vc.Namespace, Name: s.ClusterName},
 		Sites:             sites, Encryption: enc, DefaultClass: spec.DefaultStorageClass,
-		Platform: csiconfig.Platform{AllowHTTP: s.Platform.AllowHTTP, AllowedHosts: s.Platform.AllowedHosts},
+		Platform: s.Platform,
 	}
 	secrets := []SecretCopy{{Namespace: "kube-system", Name: CSICredentialsSecret, From: spec.CredentialsSecretRef.Name,
 		Field: "spec.addons.csi.credentialsSecretRef", Keys: credentialKeys, Required: []string{vco.SecretKeyURL, vco.SecretKeyCustomer}}}

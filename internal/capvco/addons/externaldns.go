@@ -52,7 +52,8 @@ func (ExternalDNS) Render(s Settings) (Rendered, error) {
 		Image: s.ThirdPartyImage(externalDNSComponent, ednsmanifests.DefaultImage), WebhookImage: s.Image("capvco-external-dns-webhook"),
 		CredentialsSecret: ExternalDNSCredentialsSecret, Cloudspaces: cloudspaces,
 		DomainFilters: spec.DomainFilters, ExcludeDomains: spec.ExcludeDomains, Sources: spec.Sources,
-		OwnerID: fmt.Sprintf("capvco-%s-%s", vc.Namespace, s.ClusterName),
+		OwnerID:  fmt.Sprintf("capvco-%s-%s", vc.Namespace, s.ClusterName),
+		Platform: s.Platform,
 	})
 	if err != nil {
 		return Rendered{}, err

@@ -51,7 +51,8 @@ func (SRIOVAgent) Render(s Settings) (Rendered, error) {
 		}
 		cloudspaces = append(cloudspaces, site.CloudspaceID)
 	}
-	objs, err := sriovObjects(sriovmanifests.Options{Image: s.Image("capvco-sriov-agent"), CredentialsSecret: SRIOVCredentialsSecret, Cloudspaces: cloudspaces})
+	objs, err := sriovObjects(sriovmanifests.Options{Image: s.Image("capvco-sriov-agent"), CredentialsSecret: SRIOVCredentialsSecret, Cloudspaces: cloudspaces,
+		Platform: s.Platform})
 	if err != nil {
 		return Rendered{}, err
 	}

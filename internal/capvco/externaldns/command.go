@@ -33,6 +33,7 @@ type options struct {
 	listen         string
 	writeTimeout   time.Duration
 	parallel       int
+	platform       config.Platform
 }
 
 // NewCommand is the capvco-external-dns-webhook command. It serves until ctx ends.
@@ -60,6 +61,7 @@ is done. docs/capvco/external-dns.md describes it.`,
 	f.StringVar(&o.listen, "listen", DefaultListen, "the address the webhook protocol is served on")
 	f.DurationVar(&o.writeTimeout, "write-timeout", DefaultWriteTimeout, "how long one platform DNS write (about 30 s) may take before it counts as failed")
 	f.IntVar(&o.parallel, "parallel-writes", DefaultParallelWrites, "how many platform writes of one phase are in flight at once")
+	config.BindPlatformFlags(f, &o.platform)
 	return cmd
 }
 
@@ -74,9 +76,13 @@ func (o options) run(ctx context.Context) error {
 	if _, err := creds.Credentials(); err != nil {
 		return err
 	}
+	policy, err := config.FlagClientOptions(o.platform)
+	if err != nil {
+		return err
+	}
 	log := funcr.NewJSON(func(obj string) { fmt.Fprintln(os.Stderr, obj) }, funcr.Options{})
 	p := &Provider{
-		API: &reloading{dir: creds, factory: vco.NewFactory(vco.Options{Flags: vco.PolicyFlags{}})}, Cloudspaces: o.cloudspaces,
+		API: &reloading{dir: creds, factory: vco.NewFactory(policy)}, Cloudspaces: o.cloudspaces,
 		Filter: DomainFilter{Include: o.include, Exclude: o.exclude}, WriteTimeout: o.writeTimeout, ParallelWrites: o.parallel, Log: log,
 	}
 	ln, err := net.Listen("tcp", o.listen)

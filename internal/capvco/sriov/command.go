@@ -35,6 +35,7 @@ type options struct {
 	stateDir       string
 	installPlugin  string
 	cniBinDir      string
+	platform       config.Platform
 }
 
 // NewCommand is the capvco-sriov-agent command. It serves until ctx ends.
@@ -65,6 +66,7 @@ the cluster's. docs/capvco/sriov.md describes it and what a node can read.`,
 	f.StringVar(&o.stateDir, "state-dir", "/var/lib/capvco-sriov", "where attachments are recorded, so a restarted agent still detaches them")
 	f.StringVar(&o.installPlugin, "install-cni-plugin", "", "the capvco-sriov plugin binary to copy into --cni-bin-dir at start (the DaemonSet passes the image's /capvco-sriov); empty installs nothing")
 	f.StringVar(&o.cniBinDir, "cni-bin-dir", "/opt/cni/bin", "the node's CNI plugin directory, where --install-cni-plugin puts the plugin")
+	config.BindPlatformFlags(f, &o.platform)
 	return cmd
 }
 
@@ -81,7 +83,11 @@ func (o options) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	client, err := vco.New(creds, vco.Options{})
+	policy, err := config.FlagClientOptions(o.platform)
+	if err != nil {
+		return err
+	}
+	client, err := vco.New(creds, policy)
 	if err != nil {
 		return err
 	}

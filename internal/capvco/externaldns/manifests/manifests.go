@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/capx-io/capx/internal/capvco/ccm/config"
 	"github.com/capx-io/capx/internal/capvco/externaldns"
 )
 
@@ -56,6 +57,9 @@ type Options struct {
 	Sources []string
 	// OwnerID marks the records this cluster's external-dns owns (its TXT registry).
 	OwnerID string
+	// Platform is where the credential may send the webhook (the deliverer's own endpoint
+	// policy), passed as the webhook's --allow-http and --allowed-hosts.
+	Platform config.Platform
 }
 
 // Render returns the manifests as one multi-document YAML stream.
@@ -73,8 +77,12 @@ func Render(o Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	platform, err := config.PlatformArgs(o.Platform)
+	if err != nil {
+		return nil, fmt.Errorf("manifests: %w", err)
+	}
 	var b bytes.Buffer
-	err = t.Execute(&b, map[string]any{"Namespace": Namespace, "Image": o.Image, "WebhookImage": o.WebhookImage,
+	err = t.Execute(&b, map[string]any{"Namespace": Namespace, "PlatformArgs": platform, "Image": o.Image, "WebhookImage": o.WebhookImage,
 		"CredentialsSecret": o.CredentialsSecret, "CredentialsDir": CredentialsDir, "Listen": externaldns.DefaultListen,
 		"Timeout": Timeout.String(), "Interval": Interval.String(), "OwnerID": o.OwnerID, "Sources": o.Sources,
 		"Cloudspaces": o.Cloudspaces, "DomainFilters": o.DomainFilters, "ExcludeDomains": o.ExcludeDomains})

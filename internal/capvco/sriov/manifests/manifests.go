@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/capx-io/capx/internal/capvco/ccm/config"
 	"github.com/capx-io/capx/internal/capvco/sriov"
 )
 
@@ -35,6 +36,9 @@ type Options struct {
 	Cloudspaces []string
 	// Networks are the external networks Pods may get NICs on; empty allows any.
 	Networks []int
+	// Platform is where the credential may send the agent (the deliverer's own endpoint
+	// policy), passed as the agent's --allow-http and --allowed-hosts.
+	Platform config.Platform
 }
 
 // Render returns the manifests as one multi-document YAML stream.
@@ -62,8 +66,12 @@ func Render(o Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	platform, err := config.PlatformArgs(o.Platform)
+	if err != nil {
+		return nil, fmt.Errorf("manifests: %w", err)
+	}
 	var b bytes.Buffer
-	err = t.Execute(&b, map[string]any{"Namespace": sriov.Namespace, "Image": o.Image, "CredentialsSecret": o.CredentialsSecret,
+	err = t.Execute(&b, map[string]any{"Namespace": sriov.Namespace, "PlatformArgs": platform, "Image": o.Image, "CredentialsSecret": o.CredentialsSecret,
 		"CredentialsDir": CredentialsDir, "Socket": sriov.DefaultSocket, "SocketDir": filepath.Dir(sriov.DefaultSocket),
 		"Cloudspaces": o.Cloudspaces, "Networks": o.Networks})
 	return b.Bytes(), err
