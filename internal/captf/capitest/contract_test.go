@@ -41,15 +41,7 @@ func modules(image string) (string, error) {
 func TestCAPIReadsTheContract(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	kubelet := env.StartKubelet(t, modules)
-	mgrtest.Start(t, env, "--providers=captf", "--drift-interval=0")
-	ns := env.NewNamespace(t)
-	defer func() {
-		if t.Failed() {
-			t.Logf("CAPI core manager log (tail):\n%s", tail(env.CAPILog(), 4000))
-			t.Logf("pods: %d started", kubelet.Started())
-		}
-	}()
+	ns := besideCAPI(t)
 
 	cluster := testenv.Cluster(ns, "prod", "TerraformCluster", "prod")
 	cluster.Spec.ClusterNetwork.Services.CIDRBlocks = []string{"10.96.0.0/12"}
@@ -83,6 +75,22 @@ func TestCAPIReadsTheContract(t *testing.T) {
 		return machine.Spec.ProviderID, err
 	}, 2*time.Minute, 250*time.Millisecond).Should(Equal(tm.Spec.ProviderID), "the Machine takes its provider ID from the TerraformMachine")
 	g.Expect(machine.Spec.ProviderID).To(HavePrefix("capx-test:///"))
+}
+
+// besideCAPI starts what every test here runs beside CAPI's core manager (the kubelet that runs
+// the module Jobs, and the manager with CAPTF alone) and returns a namespace of the test's own;
+// a failed test logs the end of CAPI's log and how many Pods ran.
+func besideCAPI(t *testing.T) string {
+	t.Helper()
+	kubelet := env.StartKubelet(t, modules)
+	mgrtest.Start(t, env, "--providers=captf", "--drift-interval=0")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("CAPI core manager log (tail):\n%s", tail(env.CAPILog(), 8000))
+			t.Logf("pods: %d started", kubelet.Started())
+		}
+	})
+	return env.NewNamespace(t)
 }
 
 func tail(s string, n int) string {

@@ -34,15 +34,7 @@ import (
 func TestCAPIMachinePoolMachines(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	kubelet := env.StartKubelet(t, modules)
-	mgrtest.Start(t, env, "--providers=captf", "--drift-interval=0")
-	ns := env.NewNamespace(t)
-	defer func() {
-		if t.Failed() {
-			t.Logf("CAPI core manager log (tail):\n%s", tail(env.CAPILog(), 8000))
-			t.Logf("pods: %d started", kubelet.Started())
-		}
-	}()
+	ns := besideCAPI(t)
 
 	cluster := testenv.Cluster(ns, "pmm", "TerraformCluster", "pmm")
 	g.Expect(env.Client.Create(ctx, cluster)).To(Succeed())
