@@ -134,11 +134,22 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 
 // RESTConfig loads the management cluster's config: the --kubeconfig file, else in-cluster,
 // else $KUBECONFIG or ~/.kube/config.
+//
+// Either way the client has no client-side rate limit (QPS -1, as ctrl.GetConfig sets it): the
+// API server's priority and fairness shapes the manager's requests. A kubeconfig loaded by
+// client-go alone would get client-go's 5 requests a second, which bounded a fleet's bring-up.
 func RESTConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if kubeconfig == "" {
+		return ctrl.GetConfig()
 	}
-	return ctrl.GetConfig()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.QPS == 0 {
+		cfg.QPS = -1
+	}
+	return cfg, nil
 }
 
 // whoAmI is the user name the API server authenticates the manager as (a SelfSubjectReview,

@@ -448,8 +448,10 @@ func (o *options) checkRestoreDigest() error {
 }
 
 // unwritten reports whether current (as `state pull` prints it) is a state that records
-// nothing: no resources and no outputs, such as the one `init` writes into a backend that had no
-// state (a namespace re-created after its state was lost), with a lineage of its own. A restore
+// nothing and never did: no resources, no outputs and serial 0 or 1, such as the one `init`
+// writes into a backend that had no state (a namespace re-created after its state was lost),
+// with a lineage of its own. A state emptied later (a destroy, serial 2 or more) has a history
+// and keeps the lineage check. A restore
 // replaces it as it would no state at all, with -force, since OpenTofu refuses another lineage
 // otherwise; nothing it could record is lost. No state at all is not unwritten (nothing to force).
 func unwritten(current []byte) (bool, error) {
@@ -457,13 +459,14 @@ func unwritten(current []byte) (bool, error) {
 		return false, nil
 	}
 	var cur struct {
+		Serial    uint64                     `json:"serial"`
 		Resources []json.RawMessage          `json:"resources"`
 		Outputs   map[string]json.RawMessage `json:"outputs"`
 	}
 	if err := json.Unmarshal(current, &cur); err != nil {
 		return false, fmt.Errorf("runner: read the current state: %w", err)
 	}
-	return len(cur.Resources) == 0 && len(cur.Outputs) == 0, nil
+	return cur.Serial <= 1 && len(cur.Resources) == 0 && len(cur.Outputs) == 0, nil
 }
 
 // sameLineage checks that the state file at path continues the history of current (a state as

@@ -3,13 +3,15 @@ package runner
 import "testing"
 
 // TestUnwritten: only a state recording nothing (what init writes into an empty backend) is
-// replaced whatever its lineage; a state with a resource or an output keeps the lineage check.
+// replaced whatever its lineage; a state with a resource or an output, or one emptied by a
+// destroy (a later serial), keeps the lineage check.
 func TestUnwritten(t *testing.T) {
 	for state, want := range map[string]bool{
 		``:   false,
 		"\n": false,
 		`{"version":4,"serial":1,"lineage":"fresh","outputs":{},"resources":[]}`:                     true,
 		`{"version":4,"serial":0,"lineage":"fresh"}`:                                                 true,
+		`{"version":4,"serial":4,"lineage":"destroyed","outputs":{},"resources":[]}`:                 false,
 		`{"version":4,"serial":3,"lineage":"l","outputs":{},"resources":[{"mode":"managed"}]}`:       false,
 		`{"version":4,"serial":3,"lineage":"l","outputs":{"endpoint":{"value":"x"}},"resources":[]}`: false,
 	} {
