@@ -40,8 +40,9 @@ type Options struct {
 	LeaderElectRenewDeadline time.Duration
 	LeaderElectRetryPeriod   time.Duration
 
-	HealthAddr  string
-	MetricsAddr string
+	HealthAddr   string
+	MetricsAddr  string
+	ProfilerAddr string
 
 	Concurrency map[string]int
 
@@ -105,6 +106,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.Duration("leader-elect-retry-period", 2*time.Second, "Leader-election retry period.")
 	fs.String("health-addr", ":9440", "Address of the /healthz and /readyz probes.")
 	fs.String("metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; 0 disables it.")
+	fs.String("profiler-address", "", "Address of Go's /debug/pprof endpoints (heap, CPU, goroutines), for profiling a running manager; empty (the default) serves none. Bind it to localhost: it is unauthenticated.")
 	fs.String("runner-image", "", "Image CAPTF Jobs copy the runner from: the manager's own image (env CAPX_RUNNER_IMAGE). Required with --providers=captf.")
 	fs.Int("state-backups", 5, "Complete state backups kept per CAPTF object; 0 takes no new backups (existing ones stay restorable).")
 	fs.String("offsite-backup-url", "", "Copy every complete CAPTF state backup off the cluster to this S3-compatible bucket (a whitesky.cloud objectspace): https://host[:port]/bucket[/prefix][?region=R]. Keys are <prefix>/<namespace>/<kind>/<name>/<serial>-<sha256>.tfstate.gz; empty: no copies.")
@@ -143,6 +145,7 @@ func Load(v *viper.Viper) (*Options, error) {
 		LeaderElectRetryPeriod:   v.GetDuration("leader-elect-retry-period"),
 		HealthAddr:               v.GetString("health-addr"),
 		MetricsAddr:              v.GetString("metrics-bind-address"),
+		ProfilerAddr:             v.GetString("profiler-address"),
 		Concurrency:              map[string]int{},
 		VCOAllowHTTP:             v.GetBool("vco-allow-http"),
 		RunnerImage:              v.GetString("runner-image"),
