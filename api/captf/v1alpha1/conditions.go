@@ -134,6 +134,18 @@ const (
 	// StateSizeWithinLimitReason: the state takes at most 75% of a Secret.
 	StateSizeWithinLimitReason = "StateSizeWithinLimit"
 
+	// OffsiteBackupsCurrentCondition reports whether every complete state backup set has a copy
+	// in the offsite bucket (only with the manager's --offsite-backup-url). Never part of Ready:
+	// a failed copy holds nothing.
+	OffsiteBackupsCurrentCondition = "OffsiteBackupsCurrent"
+	// OffsiteBackupsCopiedReason: every complete backup set has an offsite copy.
+	OffsiteBackupsCopiedReason = "OffsiteBackupsCopied"
+	// OffsiteBackupsPendingReason: backup sets wait for their copy (the next pass makes it).
+	OffsiteBackupsPendingReason = "OffsiteBackupsPending"
+	// OffsiteBackupFailedReason: the last copy failed; it is retried after a growing wait and the
+	// in-cluster backups are kept.
+	OffsiteBackupFailedReason = "OffsiteBackupFailed"
+
 	// OutputsValidCondition reports whether the module's outputs satisfy the contract.
 	OutputsValidCondition = "OutputsValid"
 	// OutputsValidReason: the required outputs are present and valid.

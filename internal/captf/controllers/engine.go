@@ -122,6 +122,8 @@ type pass[T capi.Object] struct {
 	lockForeign bool
 	unlockID    string
 	backups     []state.BackupSet
+	// copyOffsite (with --offsite-backup-url): what the copies came to
+	offsite *offsiteOutcome
 	// readOutputs
 	outputs           *outputs.Result
 	providerIDChanged bool

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/cluster-api/util/conditions"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/captf/contract"
@@ -47,6 +49,14 @@ func TestOffsiteCopyRetried(t *testing.T) {
 	g.Expect(failed).To(ContainSubstring("check the access key, the secret key and the bucket's policy: the object store refused the credential"))
 	g.Expect(failed).To(ContainSubstring("the in-cluster backups are kept, retrying in 30s"))
 	g.Expect(failed).NotTo(ContainSubstring("revoked-secret-value"))
+	waitFor(t, tc, time.Minute, "OffsiteBackupsCurrent False while the copy fails", func(o *captfv1.TerraformCluster) bool {
+		c := conditions.Get(o, captfv1.OffsiteBackupsCurrentCondition)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == captfv1.OffsiteBackupFailedReason
+	})
+	g.Expect(conditions.Get(tc, captfv1.OffsiteBackupsCurrentCondition).Message).To(And(
+		ContainSubstring("the object store refused the credential"), ContainSubstring("have no copy in"),
+		Not(ContainSubstring("revoked-secret-value"))))
+	g.Expect(conditions.IsTrue(tc, captfv1.ReadyCondition)).To(BeTrue(), "a failed copy holds nothing")
 
 	offsitetest.WriteCredentials(t, creds) // the rotated Secret, as the kubelet refreshes it
 	var copied captfv1.StateBackup
@@ -55,8 +65,9 @@ func TestOffsiteCopyRetried(t *testing.T) {
 			return false
 		}
 		copied = o.Status.StateBackups[0]
-		return copied.Offsite != ""
+		return copied.Offsite != "" && conditions.IsTrue(o, captfv1.OffsiteBackupsCurrentCondition)
 	})
+	g.Expect(conditions.Get(tc, captfv1.OffsiteBackupsCurrentCondition).Reason).To(Equal(captfv1.OffsiteBackupsCopiedReason))
 	snap := readState(t, ns, contract.KindCluster, "c1")
 	copies, _, err := srv.Store(t, "mgmt-1").List(context.Background(), offsite.Object{Namespace: ns, Kind: contract.KindCluster, Name: "c1"})
 	g.Expect(err).NotTo(HaveOccurred())

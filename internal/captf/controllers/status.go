@@ -23,6 +23,7 @@ var ownedConditions = []string{
 	captfv1.OutputsValidCondition, captfv1.InfrastructureHealthyCondition, captfv1.DriftDetectedCondition,
 	captfv1.RestoreJobSucceededCondition, captfv1.DeletionBlockedCondition, captfv1.EndpointAvailableCondition,
 	captfv1.AutoscalingActiveCondition, captfv1.StateNearSecretLimitCondition, captfv1.ClusterExportsCurrentCondition,
+	captfv1.OffsiteBackupsCurrentCondition,
 }
 
 // updateStatus computes every condition from what the pass observed, then the kind's own
@@ -63,6 +64,9 @@ func updateStatus[T capi.Object](p *pass[T], k kind[T]) {
 		set(captfv1.RestoreJobSucceededCondition, s, reason, msg)
 	}
 	setStateSize(p, set)
+	if s, reason, msg, ok := offsiteCondition(p.offsite); ok {
+		set(captfv1.OffsiteBackupsCurrentCondition, s, reason, msg)
+	}
 	switch {
 	case p.decision.Op == captfv1.OperationDestroy || p.decision.Pending == captfv1.OperationDestroy ||
 		(p.active != nil && p.active.Labels[captfv1.OperationLabel] == string(captfv1.OperationDestroy)):

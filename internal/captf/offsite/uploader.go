@@ -27,6 +27,7 @@ type Uploader struct {
 type backoff struct {
 	next  time.Time
 	delay time.Duration
+	err   string
 }
 
 // NewUploader returns the uploader of --offsite-backup-url and its credentials directory.
@@ -55,15 +56,24 @@ func (u *Uploader) Wait(object string, now time.Time) time.Duration {
 	return b.next.Sub(now)
 }
 
-// Failed records a failed attempt and returns the wait before the next.
-func (u *Uploader) Failed(object string, now time.Time) time.Duration {
+// Failed records a failed attempt and why, and returns the wait before the next.
+func (u *Uploader) Failed(object string, now time.Time, err error) time.Duration {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	b := u.retry[object]
 	b.delay = min(max(2*b.delay, RetryMin), RetryMax)
 	b.next = now.Add(b.delay)
+	b.err = err.Error()
 	u.retry[object] = b
 	return b.delay
+}
+
+// LastError is why object's last attempt failed; empty when it has not failed since its last
+// success.
+func (u *Uploader) LastError(object string) string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.retry[object].err
 }
 
 // Succeeded forgets object's failures.

@@ -1,6 +1,7 @@
 package offsite_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +22,7 @@ func TestUploaderRetryWaits(t *testing.T) {
 	}
 	var got []time.Duration
 	for range 7 {
-		got = append(got, u.Failed("a", now))
+		got = append(got, u.Failed("a", now, errDenied))
 	}
 	want := []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 10 * time.Minute, 10 * time.Minute}
 	for i := range want {
@@ -38,11 +39,22 @@ func TestUploaderRetryWaits(t *testing.T) {
 	if w := u.Wait("a", now.Add(10*time.Minute)); w != 0 {
 		t.Fatalf("the wait is over, still %s", w)
 	}
+	if e := u.LastError("a"); e != errDenied.Error() {
+		t.Fatalf("last error %q, want %q", e, errDenied)
+	}
+	if e := u.LastError("b"); e != "" {
+		t.Fatalf("another object's last error %q", e)
+	}
 	u.Succeeded("a")
-	if w := u.Failed("a", now); w != offsite.RetryMin {
+	if e := u.LastError("a"); e != "" {
+		t.Fatalf("a success keeps the last error %q", e)
+	}
+	if w := u.Failed("a", now, errDenied); w != offsite.RetryMin {
 		t.Fatalf("after a success the first wait is %s", w)
 	}
 }
+
+var errDenied = errors.New("Access Denied")
 
 // TestUploaderReadsTheCredentialEachTime: a rotated credential file is used by the next store.
 func TestUploaderReadsTheCredentialEachTime(t *testing.T) {
