@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,17 +26,14 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 	"github.com/capx-io/capx/internal/capvco/controllers"
 	"github.com/capx-io/capx/internal/capvco/health"
 	"github.com/capx-io/capx/internal/capvco/platform"
 	"github.com/capx-io/capx/internal/testenv"
+	"github.com/capx-io/capx/internal/testenv/mgrtest"
 	"github.com/capx-io/capx/internal/vco"
 	"github.com/capx-io/capx/internal/vco/vcosim"
 )
@@ -122,7 +118,7 @@ type harness struct {
 	sim      *vcosim.Server
 	factory  *countingFactory
 	servers  *apiServers
-	stop     func()
+	ctrl     *mgrtest.CAPVCO
 	simToken string
 	// logs is everything the CAPVCO controllers logged (at V(10)), to prove what never is.
 	logs testenv.SyncBuffer
@@ -171,13 +167,6 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("CAPI log tail:\n%s", tail(env.CAPILog(), 3000))
-			var errs []string
-			for _, l := range strings.Split(h.logs.String(), "\n") {
-				if strings.Contains(l, `"error"`) {
-					errs = append(errs, l)
-				}
-			}
-			t.Logf("CAPVCO controller errors (last 20):\n%s", strings.Join(errs[max(0, len(errs)-20):], "\n"))
 		}
 	})
 	return h
@@ -186,48 +175,18 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 // start runs the CAPVCO controllers (again, after stop: a restarted or new management cluster).
 func (h *harness) start() {
 	h.t.Helper()
-	mgr, err := ctrl.NewManager(h.opts.config, ctrl.Options{
-		Logger:     funcr.New(func(prefix, args string) { fmt.Fprintln(&h.logs, prefix, args) }, funcr.Options{Verbosity: 10}),
-		Scheme:     env.Scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}}},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := controllers.Setup(ctx, mgr, controllers.Options{Platform: h.factory, Prober: h.servers.prober(), MachineConcurrency: h.opts.machineConcurrency, ClusterConcurrency: 2, MachineResync: h.opts.machineResync}); err != nil {
-		h.t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	h.stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				h.t.Errorf("manager: %v", err)
-			}
-		})
-	}
-	h.t.Cleanup(h.stop)
+	h.ctrl = mgrtest.StartCAPVCO(h.t, env, mgrtest.CAPVCOOptions{Config: h.opts.config, Namespace: h.ns, Verbosity: 10, Logs: &h.logs,
+		Controllers: controllers.Options{Platform: h.factory, Prober: h.servers.prober(), MachineConcurrency: h.opts.machineConcurrency,
+			ClusterConcurrency: 2, MachineResync: h.opts.machineResync}})
 }
 
+// stop stops the CAPVCO controllers.
+func (h *harness) stop() { h.ctrl.Stop() }
+
+// create creates o, retrying while Cluster API's webhooks are not serving yet.
 func (h *harness) create(o client.Object) {
 	h.t.Helper()
-	// CAPI's webhooks start with its manager, in the background of TestMain.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		err := env.Client.Create(context.Background(), o)
-		if err == nil {
-			return
-		}
-		if !strings.Contains(err.Error(), "connection refused") || time.Now().After(deadline) {
-			h.t.Fatalf("create %T %s: %v", o, o.GetName(), err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	mgrtest.Create(h.t, env, o)
 }
 
 // cluster creates a Cluster and its VCOCluster; mutate shapes the VCOCluster.
