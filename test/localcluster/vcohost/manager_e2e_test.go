@@ -12,12 +12,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -26,16 +24,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
 	ccmconfig "github.com/capx-io/capx/internal/capvco/ccm/config"
 	"github.com/capx-io/capx/internal/capvco/controllers"
 	"github.com/capx-io/capx/internal/capvco/health"
 	"github.com/capx-io/capx/internal/testenv"
+	"github.com/capx-io/capx/internal/testenv/mgrtest"
 	"github.com/capx-io/capx/internal/vco"
 	"github.com/capx-io/capx/internal/vco/vcosim"
 	"github.com/capx-io/capx/test/images"
@@ -345,10 +341,10 @@ func TestManagerFormsARealCluster(t *testing.T) {
 // mgmt is the management side: the API server, the test's namespace and the CAPVCO
 // controllers, which a test stops and starts again (an upgraded manager).
 type mgmt struct {
-	t    *testing.T
-	env  *testenv.Env
-	ns   string
-	stop func()
+	t      *testing.T
+	env    *testenv.Env
+	ns     string
+	capvco *mgrtest.CAPVCO // the controllers running now
 }
 
 // startCAPVCO runs the CAPVCO controllers as the manager sets them up, at the given add-on
@@ -356,54 +352,17 @@ type mgmt struct {
 // inside the platform, and the add-on images of addonRepo.
 func (m *mgmt) startCAPVCO(prober health.Prober, version string) {
 	m.t.Helper()
-	logs := &syncBuffer{}
-	mgr, err := ctrl.NewManager(m.env.Config, ctrl.Options{
-		Logger:     funcr.New(func(prefix, args string) { logs.line(prefix + " " + args) }, funcr.Options{Verbosity: 1}),
-		Scheme:     m.env.Scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := controllers.Setup(ctx, mgr, controllers.Options{AllowHTTP: true, Prober: prober,
-		Addons: controllers.AddonOptions{Version: version, ImageRepository: addonRepo, Poll: 3 * time.Second}}); err != nil {
-		m.t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	m.stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				m.t.Errorf("CAPVCO controllers: %v", err)
-			}
-			if m.t.Failed() {
-				m.t.Logf("CAPVCO controllers at %s, errors (last 30):\n%s", version, logs.errors(30))
-			}
-		})
-	}
-	m.t.Cleanup(m.stop)
+	m.capvco = mgrtest.StartCAPVCO(m.t, m.env, mgrtest.CAPVCOOptions{Verbosity: 1, Controllers: controllers.Options{
+		AllowHTTP: true, Prober: prober,
+		Addons: controllers.AddonOptions{Version: version, ImageRepository: addonRepo, Poll: 3 * time.Second}}})
 }
 
-func (m *mgmt) stopCAPVCO() { m.stop() }
+func (m *mgmt) stopCAPVCO() { m.capvco.Stop() }
 
 // create creates o, retrying while Cluster API's webhooks are not serving yet.
 func (m *mgmt) create(o client.Object) {
 	m.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		err := m.env.Client.Create(context.Background(), o)
-		if err == nil {
-			return
-		}
-		if !strings.Contains(err.Error(), "connection refused") || time.Now().After(deadline) {
-			m.t.Fatalf("create %T %s: %v", o, o.GetName(), err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	mgrtest.Create(m.t, m.env, o)
 }
 
 // waitFor polls o until ok passes; on timeout it fails with o's conditions.
@@ -628,30 +587,6 @@ func buildVersionedCCMImages(t *testing.T, ctx context.Context, root string, ver
 		}
 	}
 	return out
-}
-
-// syncBuffer keeps the controllers' log lines.
-type syncBuffer struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (b *syncBuffer) line(s string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.lines = append(b.lines, s)
-}
-
-func (b *syncBuffer) errors(n int) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []string
-	for _, l := range b.lines {
-		if strings.Contains(l, `"error"`) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out[max(0, len(out)-n):], "\n")
 }
 
 func lastBytes(s string, n int) string {
