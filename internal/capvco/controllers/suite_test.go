@@ -19,9 +19,7 @@ import (
 	"testing"
 	"time"
 
-	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -29,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	capvcov1 "github.com/capx-io/capx/api/capvco/v1alpha1"
+	"github.com/capx-io/capx/internal/capi"
 	"github.com/capx-io/capx/internal/capvco/controllers"
 	"github.com/capx-io/capx/internal/capvco/health"
 	"github.com/capx-io/capx/internal/capvco/platform"
@@ -236,24 +235,10 @@ func (h *harness) get(o client.Object) error {
 	return env.Client.Get(context.Background(), client.ObjectKeyFromObject(o), o)
 }
 
-// waitFor polls obj until ok; on timeout it prints the object's conditions.
-func waitFor[T interface {
-	client.Object
-	GetConditions() []metav1.Condition
-}](h *harness, obj T, timeout time.Duration, what string, ok func(T) bool) {
+// waitFor polls obj until ok; on timeout it fails with the object's conditions.
+func waitFor[T capi.Object](h *harness, obj T, timeout time.Duration, what string, ok func(T) bool) {
 	h.t.Helper()
-	NewWithT(h.t).Eventually(func() bool { return h.get(obj) == nil && ok(obj) }, timeout, 100*time.Millisecond).
-		Should(BeTrue(), func() string {
-			return fmt.Sprintf("%T %s: want %s; conditions:\n%s", obj, obj.GetName(), what, conds(obj.GetConditions()))
-		})
-}
-
-func conds(cs []metav1.Condition) string {
-	var b strings.Builder
-	for _, c := range cs {
-		fmt.Fprintf(&b, "  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
-	}
-	return b.String()
+	mgrtest.WaitFor(h.t, env, obj, timeout, what, ok)
 }
 
 func provisionedCluster(vc *capvcov1.VCOCluster) bool {
@@ -266,13 +251,7 @@ func provisionedMachine(m *capvcov1.VCOMachine) bool {
 // waitGone waits until obj no longer exists.
 func (h *harness) waitGone(obj client.Object, timeout time.Duration) {
 	h.t.Helper()
-	NewWithT(h.t).Eventually(func() bool { return apierrors.IsNotFound(h.get(obj)) }, timeout, 100*time.Millisecond).
-		Should(BeTrue(), func() string {
-			if c, ok := obj.(interface{ GetConditions() []metav1.Condition }); ok {
-				return fmt.Sprintf("%T %s still exists:\n%s", obj, obj.GetName(), conds(c.GetConditions()))
-			}
-			return fmt.Sprintf("%T %s still exists", obj, obj.GetName())
-		})
+	mgrtest.Gone(h.t, env, obj, timeout)
 }
 
 // leftovers lists everything the simulator still holds for the customer besides its seed:
