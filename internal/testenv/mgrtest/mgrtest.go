@@ -1,5 +1,6 @@
-// Package mgrtest runs the real manager against a test environment and waits on what it does:
-// the helpers the controller-level test suites share.
+// Package mgrtest runs the real manager, or the CAPVCO controllers in the test's own process,
+// against a test environment and waits on what they do: the helpers the controller-level and
+// real-node test suites share.
 package mgrtest
 
 import (
