@@ -69,6 +69,16 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   SystemdCgroup = false
   Root = %[7]q
 
+# The handler the GPU add-on's nvidia RuntimeClass names (on a GPU node, the NVIDIA container
+# runtime the driver script installs): plain runc here, where no GPU exists, so that the
+# add-on's Pods run on these machines (test/localcluster/vcohost).
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]
+  runtime_type = "io.containerd.runc.v2"
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]
+  SystemdCgroup = false
+  Root = %[7]q
+
 [plugins."io.containerd.grpc.v1.cri".cni]
   bin_dir = "/usr/lib/cni"
   conf_dir = %[8]q

@@ -51,6 +51,7 @@ const (
 	addonVersion   = "v0.0.0-e2e.1"
 	upgradeVersion = "v0.0.0-e2e.2"
 	ccmLabel       = "app.kubernetes.io/name=capvco-cloud-controller-manager"
+	ccmComponent   = "capvco-cloud-controller-manager"
 )
 
 // TestManagerFormsARealCluster: CAPVCO's own controllers (controllers.Setup, as the manager
@@ -77,174 +78,9 @@ func TestManagerFormsARealCluster(t *testing.T) {
 	start := time.Now()
 	tarballs := buildVersionedCCMImages(t, ctx, root, addonVersion, upgradeVersion)
 	t.Logf("CCM images %s and %s ready in %.0fs", addonVersion, upgradeVersion, time.Since(start).Seconds())
-	sim, p, srv := upSimulatedPlatform(t, ctx, mgrPlatform, mgrPrivateNet, tarballs...)
-	// The simulator's API is served inside the platform for the CCM, and on the host's loopback
-	// for the manager, which runs here as it would in a management cluster with a route to the
-	// platform.
-	onHost, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(onHost) }()
-	jwt, err := sim.Token(vcosim.SeedClusterPrinc, 3*time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hostURL := "http://" + onHost.Addr().String() + "/api/1"
-	t.Cleanup(func() { deleteSimulatedClusters(t, sim, hostURL, jwt) }) // after a failure
-
-	// The workload API server as the host reaches it: a loopback port carried to the load
-	// balancer's front end inside the platform (known once the VCOCluster has its endpoint).
-	apiFwd := forwardIntoPlatform(t, p)
-
-	env, err := testenv.Start(testenv.Options{CAPI: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("Cluster API core manager log (end):\n%s", lastBytes(env.CAPILog(), 4000))
-		}
-		if err := env.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	ns := env.NewNamespace(t)
-	m := &mgmt{t: t, env: env, ns: ns}
-	m.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vco-credentials"}, Data: map[string][]byte{
-		vco.SecretKeyURL: []byte(hostURL), vco.SecretKeyCustomer: []byte(vcosim.SeedCustomer), vco.SecretKeyJWT: []byte(jwt)}})
-	// The CCM's own credential (spec.addons.cloudControllerManager.credentialsSecretRef): the
-	// same principal, at the address the workload cluster reaches the platform on.
-	m.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ccm-credentials"}, Data: map[string][]byte{
-		vco.SecretKeyURL: []byte("http://" + apiAddr + "/api/1"), vco.SecretKeyCustomer: []byte(vcosim.SeedCustomer), vco.SecretKeyJWT: []byte(jwt)}})
-	prober := health.TLSProber{Timeout: 3 * time.Second, Dial: p.DialContext}
-	m.startCAPVCO(prober, addonVersion)
-
-	// The Cluster and its VCOCluster; the kubeconfig Secret is written before the Cluster has
-	// an endpoint, as a control-plane provider's would be (Cluster API writes one of its own,
-	// at the endpoint the host cannot reach, only where none exists).
-	secrets, err := localcluster.NewClusterSecrets(mgrCluster)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := secrets.AdminKubeconfig(mgrCluster, "https://"+apiFwd.addr, "capi")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.create(&corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: mgrCluster + "-kubeconfig", Labels: map[string]string{clusterv1.ClusterNameLabel: mgrCluster}},
-		Type:       clusterv1.ClusterSecretType, Data: map[string][]byte{"value": kc},
-	})
-	cluster := testenv.Cluster(ns, mgrCluster, "VCOCluster", mgrCluster)
-	cluster.Spec.ClusterNetwork.Services.CIDRBlocks = []string{"10.96.0.0/16"}
-	cluster.Spec.ClusterNetwork.Pods.CIDRBlocks = []string{"10.244.0.0/16"}
-	vc := testenv.VCOCluster(ns, mgrCluster, mgrCluster, vcosim.SeedLocation, "vco-credentials")
-	vc.Spec.Cloudspace.PrivateNetwork = mgrPrivateNet
-	vc.Spec.ControlPlaneLoadBalancer.HealthCheckIntervalSeconds = 5
-	vc.Spec.Addons.CloudControllerManager.CredentialsSecretRef = &corev1.LocalObjectReference{Name: "ccm-credentials"}
-	m.create(cluster)
-	m.create(vc)
-	m.waitFor(vc, 3*time.Minute, "the VCOCluster provisioned", func() error {
-		if !ptr.Deref(vc.Status.Initialization.Provisioned, false) || vc.Spec.ControlPlaneEndpoint.Host == "" {
-			return errors.New("not provisioned")
-		}
-		return nil
-	})
-	endpoint := net.JoinHostPort(vc.Spec.ControlPlaneEndpoint.Host, fmt.Sprint(vc.Spec.ControlPlaneEndpoint.Port))
-	apiFwd.to.Store(&endpoint)
-	csID := vc.Status.Cloudspaces[0].ID
-	site := ccmconfig.Site{Name: vc.Status.Cloudspaces[0].Site, Location: vc.Spec.Location}
-	t.Logf("VCOCluster provisioned: cloudspace %s, API endpoint %s", csID, endpoint)
-
-	// The bootstrap data Secrets: prepared nodes, at the endpoint CAPVCO made.
-	bootstrap := func(name, role string) string {
-		ud, err := secrets.Bootstrap(role, mgrCluster, endpoint, "10.96.0.0/16", "10.244.0.0/16").UserData()
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.create(testenv.BootstrapSecret(ns, name, mgrCluster, string(ud)))
-		return name
-	}
-	img := imageID(t, sim)
-	deletion := clusterv1.MachineDeletionSpec{NodeDrainTimeoutSeconds: ptr.To[int32](30),
-		NodeVolumeDetachTimeoutSeconds: ptr.To[int32](30), NodeDeletionTimeoutSeconds: ptr.To[int32](10)}
-	machineSpec := capvcov1.VCOMachineSpec{Image: capvcov1.ImageSpec{ID: ptr.To(img)}, VCPUs: vmVCPUs, MemoryMiB: vmMemoryMiB, BootDiskGiB: 20}
-	start = time.Now()
-	cpMachine := testenv.Machine(ns, mgrCluster+"-cp-0", mgrCluster, "VCOMachine", mgrCluster+"-cp-0", bootstrap(mgrCluster+"-cp-bootstrap", localcluster.RoleControlPlane))
-	cpMachine.Labels[clusterv1.MachineControlPlaneLabel] = ""
-	cpMachine.Spec.Version = "v1.36.3"
-	cpMachine.Spec.Deletion = deletion
-	cpVM := testenv.VCOMachine(ns, cpMachine.Name, mgrCluster, img)
-	cpVM.Labels[clusterv1.MachineControlPlaneLabel] = ""
-	cpVM.Spec = machineSpec
-	m.create(cpMachine)
-	m.create(cpVM)
-	workerTemplate := &capvcov1.VCOMachineTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: mgrCluster + "-md",
-		Labels: map[string]string{clusterv1.ClusterNameLabel: mgrCluster}},
-		Spec: capvcov1.VCOMachineTemplateSpec{Template: capvcov1.VCOMachineTemplateResource{Spec: machineSpec}}}
-	m.create(workerTemplate)
-	mdLabels := map[string]string{clusterv1.ClusterNameLabel: mgrCluster, clusterv1.MachineDeploymentNameLabel: mgrCluster + "-md"}
-	m.create(&clusterv1.MachineDeployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: mgrCluster + "-md", Labels: map[string]string{clusterv1.ClusterNameLabel: mgrCluster}},
-		Spec: clusterv1.MachineDeploymentSpec{
-			ClusterName: mgrCluster, Replicas: ptr.To[int32](1),
-			Selector: metav1.LabelSelector{MatchLabels: mdLabels},
-			Template: clusterv1.MachineTemplateSpec{
-				ObjectMeta: clusterv1.ObjectMeta{Labels: mdLabels},
-				Spec: clusterv1.MachineSpec{
-					ClusterName: mgrCluster, Version: "v1.36.3", Deletion: deletion,
-					Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To(bootstrap(mgrCluster+"-md-bootstrap", localcluster.RoleWorker))},
-					InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-						APIGroup: capvcov1.GroupVersion.Group, Kind: "VCOMachineTemplate", Name: workerTemplate.Name},
-				},
-			},
-		},
-	})
-
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Timeout = 15 * time.Second
-	wl := kubernetes.NewForConfigOrDie(cfg)
-
-	// Every VCOMachine's Node, initialised by the CCM the manager delivered.
-	var vms []capvcov1.VCOMachine
-	var cpNode string
-	eventually(t, ctx, p, 10*time.Minute, "every VCOMachine's Node initialised by the delivered CCM", func() error {
-		if err := ccmCrashed(ctx, wl, machineDirOf(p, cpVM), time.Time{}); err != nil {
-			return stop{err}
-		}
-		var list capvcov1.VCOMachineList
-		if err := env.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		if len(list.Items) != 2 {
-			return fmt.Errorf("%d VCOMachines", len(list.Items))
-		}
-		nodes, err := wl.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		for _, vm := range list.Items {
-			if vm.Spec.ProviderID == "" {
-				return fmt.Errorf("VCOMachine %s has no provider ID yet", vm.Name)
-			}
-			i := slices.IndexFunc(nodes.Items, func(n corev1.Node) bool { return n.Name == vm.Name })
-			if i < 0 {
-				return fmt.Errorf("no Node %s yet (%d Nodes)", vm.Name, len(nodes.Items))
-			}
-			if err := initialised(&nodes.Items[i], vm.Spec.ProviderID, internalIP(&vm), site); err != nil {
-				return fmt.Errorf("node %s: %w", vm.Name, err)
-			}
-			if _, ok := vm.Labels[clusterv1.MachineControlPlaneLabel]; ok {
-				cpNode = vm.Name
-			}
-		}
-		vms = list.Items
-		return nil
-	})
-	t.Logf("every Node initialised %.0fs after the Machines were created", time.Since(start).Seconds())
+	formed := formManagedCluster(t, ctx, managedOptions{platform: mgrPlatform, private: mgrPrivateNet, cluster: mgrCluster, tarballs: tarballs})
+	sim, p, m, env, cluster, vc, wl := formed.sim, formed.p, formed.m, formed.m.env, formed.cluster, formed.vc, formed.wl
+	ns, vms, cpNode, prober := formed.m.ns, formed.vms, formed.cpNode, formed.prober
 	pod := ccmPod(t, ctx, wl, addonRef(addonVersion))
 	if pod.Spec.NodeName != cpNode {
 		t.Fatalf("the CCM pod %s runs on %q, want the control-plane node %s", pod.Name, pod.Spec.NodeName, cpNode)
@@ -338,23 +174,237 @@ func TestManagerFormsARealCluster(t *testing.T) {
 	})
 }
 
+// managedOptions are what differs between the tests of a Cluster the manager forms.
+type managedOptions struct {
+	// platform and private name the platform network and its cloudspace prefix: one of its own
+	// per test, so tests run side by side.
+	platform, private string
+	// cluster names the Cluster and its VCOCluster.
+	cluster string
+	// tarballs are imported on every machine (the add-on images).
+	tarballs []string
+	// images override add-on components' images (the manager's --capvco-addon-image).
+	images map[string]string
+	// resync is how often an available add-on is checked again (0: the manager's default).
+	resync time.Duration
+	// vcoCluster changes the VCOCluster before it is created (the add-ons it selects).
+	vcoCluster func(*capvcov1.VCOCluster)
+}
+
+// managedCluster is a Cluster formed of real nodes by the CAPVCO controllers and Cluster API's
+// core manager, every Node initialised by the CCM the manager delivered.
+type managedCluster struct {
+	sim     *vcosim.Sim
+	p       *localcluster.Platform
+	m       *mgmt
+	prober  health.Prober
+	cluster *clusterv1.Cluster
+	vc      *capvcov1.VCOCluster
+	wl      kubernetes.Interface
+	vms     []capvcov1.VCOMachine
+	cpNode  string
+}
+
+// formManagedCluster brings up a simulated platform and a management API server with Cluster
+// API's core manager and the CAPVCO controllers at addonVersion, and makes a Cluster of one
+// control-plane Machine and a MachineDeployment of one worker, with prepared nodes' bootstrap
+// data Secrets. It returns once every VCOMachine's Node is initialised by the delivered CCM.
+func formManagedCluster(t *testing.T, ctx context.Context, o managedOptions) *managedCluster {
+	t.Helper()
+	sim, p, srv := upSimulatedPlatform(t, ctx, o.platform, o.private, o.tarballs...)
+	// The simulator's API is served inside the platform for the CCM, and on the host's loopback
+	// for the manager, which runs here as it would in a management cluster with a route to the
+	// platform.
+	onHost, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(onHost) }()
+	jwt, err := sim.Token(vcosim.SeedClusterPrinc, 3*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostURL := "http://" + onHost.Addr().String() + "/api/1"
+	t.Cleanup(func() { deleteSimulatedClusters(t, sim, hostURL, jwt) }) // after a failure
+
+	// The workload API server as the host reaches it: a loopback port carried to the load
+	// balancer's front end inside the platform (known once the VCOCluster has its endpoint).
+	apiFwd := forwardIntoPlatform(t, p)
+
+	env, err := testenv.Start(testenv.Options{CAPI: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("Cluster API core manager log (end):\n%s", lastBytes(env.CAPILog(), 4000))
+		}
+		if err := env.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	ns := env.NewNamespace(t)
+	m := &mgmt{t: t, env: env, ns: ns, images: o.images, resync: o.resync}
+	m.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vco-credentials"}, Data: map[string][]byte{
+		vco.SecretKeyURL: []byte(hostURL), vco.SecretKeyCustomer: []byte(vcosim.SeedCustomer), vco.SecretKeyJWT: []byte(jwt)}})
+	// The CCM's own credential (spec.addons.cloudControllerManager.credentialsSecretRef): the
+	// same principal, at the address the workload cluster reaches the platform on.
+	m.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ccm-credentials"}, Data: map[string][]byte{
+		vco.SecretKeyURL: []byte("http://" + apiAddr + "/api/1"), vco.SecretKeyCustomer: []byte(vcosim.SeedCustomer), vco.SecretKeyJWT: []byte(jwt)}})
+	prober := health.TLSProber{Timeout: 3 * time.Second, Dial: p.DialContext}
+	m.startCAPVCO(prober, addonVersion)
+
+	// The Cluster and its VCOCluster; the kubeconfig Secret is written before the Cluster has
+	// an endpoint, as a control-plane provider's would be (Cluster API writes one of its own,
+	// at the endpoint the host cannot reach, only where none exists).
+	secrets, err := localcluster.NewClusterSecrets(o.cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := secrets.AdminKubeconfig(o.cluster, "https://"+apiFwd.addr, "capi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.create(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: o.cluster + "-kubeconfig", Labels: map[string]string{clusterv1.ClusterNameLabel: o.cluster}},
+		Type:       clusterv1.ClusterSecretType, Data: map[string][]byte{"value": kc},
+	})
+	cluster := testenv.Cluster(ns, o.cluster, "VCOCluster", o.cluster)
+	cluster.Spec.ClusterNetwork.Services.CIDRBlocks = []string{"10.96.0.0/16"}
+	cluster.Spec.ClusterNetwork.Pods.CIDRBlocks = []string{"10.244.0.0/16"}
+	vc := testenv.VCOCluster(ns, o.cluster, o.cluster, vcosim.SeedLocation, "vco-credentials")
+	vc.Spec.Cloudspace.PrivateNetwork = o.private
+	vc.Spec.ControlPlaneLoadBalancer.HealthCheckIntervalSeconds = 5
+	vc.Spec.Addons.CloudControllerManager.CredentialsSecretRef = &corev1.LocalObjectReference{Name: "ccm-credentials"}
+	if o.vcoCluster != nil {
+		o.vcoCluster(vc)
+	}
+	m.create(cluster)
+	m.create(vc)
+	m.waitFor(vc, 3*time.Minute, "the VCOCluster provisioned", func() error {
+		if !ptr.Deref(vc.Status.Initialization.Provisioned, false) || vc.Spec.ControlPlaneEndpoint.Host == "" {
+			return errors.New("not provisioned")
+		}
+		return nil
+	})
+	endpoint := net.JoinHostPort(vc.Spec.ControlPlaneEndpoint.Host, fmt.Sprint(vc.Spec.ControlPlaneEndpoint.Port))
+	apiFwd.to.Store(&endpoint)
+	csID := vc.Status.Cloudspaces[0].ID
+	site := ccmconfig.Site{Name: vc.Status.Cloudspaces[0].Site, Location: vc.Spec.Location}
+	t.Logf("VCOCluster provisioned: cloudspace %s, API endpoint %s", csID, endpoint)
+
+	// The bootstrap data Secrets: prepared nodes, at the endpoint CAPVCO made.
+	bootstrap := func(name, role string) string {
+		ud, err := secrets.Bootstrap(role, o.cluster, endpoint, "10.96.0.0/16", "10.244.0.0/16").UserData()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.create(testenv.BootstrapSecret(ns, name, o.cluster, string(ud)))
+		return name
+	}
+	img := imageID(t, sim)
+	deletion := clusterv1.MachineDeletionSpec{NodeDrainTimeoutSeconds: ptr.To[int32](30),
+		NodeVolumeDetachTimeoutSeconds: ptr.To[int32](30), NodeDeletionTimeoutSeconds: ptr.To[int32](10)}
+	machineSpec := capvcov1.VCOMachineSpec{Image: capvcov1.ImageSpec{ID: ptr.To(img)}, VCPUs: vmVCPUs, MemoryMiB: vmMemoryMiB, BootDiskGiB: 20}
+	start := time.Now()
+	cpMachine := testenv.Machine(ns, o.cluster+"-cp-0", o.cluster, "VCOMachine", o.cluster+"-cp-0", bootstrap(o.cluster+"-cp-bootstrap", localcluster.RoleControlPlane))
+	cpMachine.Labels[clusterv1.MachineControlPlaneLabel] = ""
+	cpMachine.Spec.Version = "v1.36.3"
+	cpMachine.Spec.Deletion = deletion
+	cpVM := testenv.VCOMachine(ns, cpMachine.Name, o.cluster, img)
+	cpVM.Labels[clusterv1.MachineControlPlaneLabel] = ""
+	cpVM.Spec = machineSpec
+	m.create(cpMachine)
+	m.create(cpVM)
+	workerTemplate := &capvcov1.VCOMachineTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: o.cluster + "-md",
+		Labels: map[string]string{clusterv1.ClusterNameLabel: o.cluster}},
+		Spec: capvcov1.VCOMachineTemplateSpec{Template: capvcov1.VCOMachineTemplateResource{Spec: machineSpec}}}
+	m.create(workerTemplate)
+	mdLabels := map[string]string{clusterv1.ClusterNameLabel: o.cluster, clusterv1.MachineDeploymentNameLabel: o.cluster + "-md"}
+	m.create(&clusterv1.MachineDeployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: o.cluster + "-md", Labels: map[string]string{clusterv1.ClusterNameLabel: o.cluster}},
+		Spec: clusterv1.MachineDeploymentSpec{
+			ClusterName: o.cluster, Replicas: ptr.To[int32](1),
+			Selector: metav1.LabelSelector{MatchLabels: mdLabels},
+			Template: clusterv1.MachineTemplateSpec{
+				ObjectMeta: clusterv1.ObjectMeta{Labels: mdLabels},
+				Spec: clusterv1.MachineSpec{
+					ClusterName: o.cluster, Version: "v1.36.3", Deletion: deletion,
+					Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To(bootstrap(o.cluster+"-md-bootstrap", localcluster.RoleWorker))},
+					InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+						APIGroup: capvcov1.GroupVersion.Group, Kind: "VCOMachineTemplate", Name: workerTemplate.Name},
+				},
+			},
+		},
+	})
+
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Timeout = 15 * time.Second
+	wl := kubernetes.NewForConfigOrDie(cfg)
+
+	// Every VCOMachine's Node, initialised by the CCM the manager delivered.
+	var vms []capvcov1.VCOMachine
+	var cpNode string
+	eventually(t, ctx, p, 10*time.Minute, "every VCOMachine's Node initialised by the delivered CCM", func() error {
+		if err := ccmCrashed(ctx, wl, machineDirOf(p, cpVM), time.Time{}); err != nil {
+			return stop{err}
+		}
+		var list capvcov1.VCOMachineList
+		if err := env.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(list.Items) != 2 {
+			return fmt.Errorf("%d VCOMachines", len(list.Items))
+		}
+		nodes, err := wl.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, vm := range list.Items {
+			if vm.Spec.ProviderID == "" {
+				return fmt.Errorf("VCOMachine %s has no provider ID yet", vm.Name)
+			}
+			i := slices.IndexFunc(nodes.Items, func(n corev1.Node) bool { return n.Name == vm.Name })
+			if i < 0 {
+				return fmt.Errorf("no Node %s yet (%d Nodes)", vm.Name, len(nodes.Items))
+			}
+			if err := initialised(&nodes.Items[i], vm.Spec.ProviderID, internalIP(&vm), site); err != nil {
+				return fmt.Errorf("node %s: %w", vm.Name, err)
+			}
+			if _, ok := vm.Labels[clusterv1.MachineControlPlaneLabel]; ok {
+				cpNode = vm.Name
+			}
+		}
+		vms = list.Items
+		return nil
+	})
+	t.Logf("every Node initialised %.0fs after the Machines were created", time.Since(start).Seconds())
+	return &managedCluster{sim: sim, p: p, m: m, prober: prober, cluster: cluster, vc: vc, wl: wl, vms: vms, cpNode: cpNode}
+}
+
 // mgmt is the management side: the API server, the test's namespace and the CAPVCO
 // controllers, which a test stops and starts again (an upgraded manager).
 type mgmt struct {
-	t      *testing.T
-	env    *testenv.Env
-	ns     string
+	t   *testing.T
+	env *testenv.Env
+	ns  string
+	// images and resync are the add-on delivery's --capvco-addon-image overrides and resync.
+	images map[string]string
+	resync time.Duration
 	capvco *mgrtest.CAPVCO // the controllers running now
 }
 
 // startCAPVCO runs the CAPVCO controllers as the manager sets them up, at the given add-on
 // version, with the platform's API on the host, the prober reaching the control-plane VMs
-// inside the platform, and the add-on images of addonRepo.
+// inside the platform, and the add-on images of addonRepo (but those m.images overrides).
 func (m *mgmt) startCAPVCO(prober health.Prober, version string) {
 	m.t.Helper()
 	m.capvco = mgrtest.StartCAPVCO(m.t, m.env, mgrtest.CAPVCOOptions{Verbosity: 1, Controllers: controllers.Options{
 		AllowHTTP: true, Prober: prober,
-		Addons: controllers.AddonOptions{Version: version, ImageRepository: addonRepo, Poll: 3 * time.Second}}})
+		Addons: controllers.AddonOptions{Version: version, ImageRepository: addonRepo, Images: m.images, Resync: m.resync, Poll: 3 * time.Second}}})
 }
 
 func (m *mgmt) stopCAPVCO() { m.capvco.Stop() }
@@ -437,8 +487,12 @@ func describeConditions(cs []metav1.Condition) string {
 }
 
 // addonRef is the CCM image the manager at version names.
-func addonRef(version string) string {
-	return addonRepo + "/capvco-cloud-controller-manager:" + version
+func addonRef(version string) string { return addonImage(ccmComponent, version) }
+
+// addonImage is the image of one of the project's add-on components the manager at version
+// names.
+func addonImage(component, version string) string {
+	return addonRepo + "/" + component + ":" + version
 }
 
 // ccmPod is the one CCM Pod not being deleted, Ready, running image.
@@ -560,28 +614,39 @@ func forwardIntoPlatform(t *testing.T, p *localcluster.Platform) *loopbackForwar
 }
 
 // buildVersionedCCMImages builds the CCM once and writes one image tarball per version, tagged
-// <addonRepo>/capvco-cloud-controller-manager:<version> as the manager at that version names
-// it; a tarball of the same content and tag is kept from an earlier run.
+// as the manager at that version names it.
 func buildVersionedCCMImages(t *testing.T, ctx context.Context, root string, versions ...string) []string {
 	t.Helper()
-	dir := filepath.Join(root, "_artifacts", "images-platform", "manager-addons")
-	spec := ccmImageSpec(t, ctx, root, filepath.Join(dir, "bin", "capvco-cloud-controller-manager"))
+	spec := ccmImageSpec(t, ctx, root, filepath.Join(managerAddonsDir(root), "bin", ccmComponent))
+	return writeVersionedImages(t, managerAddonsDir(root), ccmComponent, spec, versions...)
+}
+
+// managerAddonsDir keeps the add-on images the manager's tests build.
+func managerAddonsDir(root string) string {
+	return filepath.Join(root, "_artifacts", "images-platform", "manager-addons")
+}
+
+// writeVersionedImages writes one image tarball of spec per version into dir, tagged
+// <addonRepo>/<component>:<version> as the manager at that version names it; a tarball of the
+// same content and tag is kept from an earlier run.
+func writeVersionedImages(t *testing.T, dir, component string, spec images.Spec, versions ...string) []string {
+	t.Helper()
 	key, err := images.Key(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
 	for _, v := range versions {
-		tarball := filepath.Join(dir, "ccm-"+v+"-"+key[:images.TagLen]+".tar")
+		tarball := filepath.Join(dir, component+"-"+v+"-"+key[:images.TagLen]+".tar")
 		out = append(out, tarball)
 		if _, err := os.Stat(tarball); err == nil {
 			continue
 		}
-		old, _ := filepath.Glob(filepath.Join(dir, "ccm-"+v+"-*.tar"))
+		old, _ := filepath.Glob(filepath.Join(dir, component+"-"+v+"-*.tar"))
 		for _, f := range old {
 			_ = os.Remove(f)
 		}
-		spec.Ref = addonRef(v)
+		spec.Ref = addonImage(component, v)
 		if err := images.WriteTarball(spec, tarball); err != nil {
 			t.Fatal(err)
 		}
