@@ -76,7 +76,7 @@ verify: lint ## Lint, and fail if generated files or go.mod are out of date.
 # make e2e runs the e2e packages in two lanes side by side (hack/lanes.sh, a log per lane):
 # e2e-suite is test/e2e, on its management clusters e2e-a and e2e-b; e2e-nodes is every other
 # package of test/, one after the other (-p 1), on clusters and platforms of their own names
-# (pair-a, pair-b, smoke, gpustandin, ptest, pattach, pmgmt, vcoh, vcom, csie2e): localcluster.Up
+# (pair-a, pair-b, smoke, gpustandin, ptest, pattach, pmgmt, vcoh, vcom, vcoa, csie2e): localcluster.Up
 # serialises bring-ups and gives each cluster its own API server port and address ranges, and
 # each runs in its own network namespaces. Whatever happens (a timeout kills the test binary
 # before its cleanup), test/e2e's clusters are taken down afterwards. See docs/e2e.md.
