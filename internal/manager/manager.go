@@ -102,6 +102,10 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 		if err != nil {
 			return nil, fmt.Errorf("--offsite-backup-url: %w", err)
 		}
+		encryption, err := setUpStateEncryption(ctx, cfg, mgr, o.StateEncryption)
+		if err != nil {
+			return nil, err
+		}
 		if err := captfcontrollers.Setup(ctx, mgr, captfcontrollers.Options{
 			WatchFilter:            o.WatchFilter,
 			Namespace:              o.Namespace,
@@ -113,6 +117,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 				MachineDriftInterval: o.MachineDriftInterval, MaxConcurrentDriftJobs: o.MaxConcurrentDriftJobs,
 				MaxActiveJobs: o.MaxActiveJobs, NamespaceMaxActiveJobs: o.NamespaceMaxActiveJobs, ClusterMaxActiveJobs: o.ClusterMaxActiveJobs,
 				ClusterOperationGate: o.ClusterOperationGate, DestroyNamespacePrefix: o.DestroyNamespacePrefix, Identity: identity,
+				StateEncryption: encryption,
 			},
 		}); err != nil {
 			return nil, fmt.Errorf("set up CAPTF controllers: %w", err)

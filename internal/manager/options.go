@@ -61,6 +61,8 @@ type Options struct {
 	// is the mounted Secret in OffsiteBackupCredentials.
 	OffsiteBackupURL         string
 	OffsiteBackupCredentials string
+	// StateEncryption is the key provider of CAPTF's state encryption (stateencryption.go).
+	StateEncryption StateEncryptionOptions
 
 	// CAPVCO client settings: where tenants' credential Secrets may send the manager.
 	VCOAllowHTTP    bool
@@ -111,6 +113,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.Int("state-backups", 5, "Complete state backups kept per CAPTF object; 0 takes no new backups (existing ones stay restorable).")
 	fs.String("offsite-backup-url", "", "Copy every complete CAPTF state backup off the cluster to this S3-compatible bucket (a whitesky.cloud objectspace): https://host[:port]/bucket[/prefix][?region=R]. Keys are <prefix>/<namespace>/<kind>/<name>/<serial>-<sha256>.tfstate.gz; empty: no copies.")
 	fs.String("offsite-backup-credentials", DefaultOffsiteBackupCredentials, "Directory of the mounted Secret (in the manager's namespace) with the offsite bucket's credential: files accessKey, secretKey and optionally ca.crt; read again for every upload.")
+	addStateEncryptionFlags(fs)
 	fs.Duration("drift-interval", 30*time.Minute, "Default interval between drift checks of TerraformClusters and TerraformMachinePools (machines: --machine-drift-interval); 0 disables them unless an object or its TerraformCluster's defaults set one.")
 	fs.Duration("machine-drift-interval", 6*time.Hour, "Default interval between drift checks of TerraformMachines, which are applied once and never re-applied, so drift is only reported; 0 disables them unless a machine or its TerraformCluster's defaults set one.")
 	fs.Int("max-concurrent-drift-jobs", 20, "Budget of CAPTF drift-check Jobs running at once across the manager: a due check waits for a free one (applies, destroys and refreshes never do); 0 means no budget.")
@@ -160,6 +163,7 @@ func Load(v *viper.Viper) (*Options, error) {
 		DestroyNamespacePrefix:   v.GetString("destroy-namespace-prefix"),
 		OffsiteBackupURL:         v.GetString("offsite-backup-url"),
 		OffsiteBackupCredentials: v.GetString("offsite-backup-credentials"),
+		StateEncryption:          loadStateEncryption(v),
 	}
 	for _, k := range concurrencyKinds {
 		o.Concurrency[k] = v.GetInt(k + "-concurrency")
@@ -248,6 +252,9 @@ func (o *Options) validate() error {
 		if _, err := o.OffsiteUploader(); err != nil {
 			errs = append(errs, fmt.Errorf("--offsite-backup-url: %w", err))
 		}
+	}
+	if err := o.StateEncryption.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.DriftInterval < 0 {
 		errs = append(errs, errors.New("--drift-interval must not be negative"))

@@ -39,3 +39,7 @@ package manager
 // everywhere; bind limits what it can bind to these two roles.
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=create
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=capx-captf-runner;capx-captf-namespace
+
+// The state key endpoint (--state-encryption) checks runners' tokens; its master key Secret, in
+// the manager's own namespace, is written through config/rbac/state_encryption_role.yaml.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create

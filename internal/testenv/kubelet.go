@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -21,6 +22,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capx-io/capx/internal/captf/statekey"
 )
 
 // Kubelet plays the kubelet's part for the Pods of CAPTF Jobs on envtest, where no kubelet runs.
@@ -257,6 +260,10 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, dir, key string, 
 			args = append(args, "--"+m+"="+p)
 		}
 	}
+	// The state key token's mount, and OpenTofu's key provider (the runner at its local path).
+	if p, ok := mounts[path.Dir(statekey.TokenPath)]; ok {
+		args = append(args, "--state-key-token="+filepath.Join(p, path.Base(statekey.TokenPath)), "--state-key-helper="+k.Runner)
+	}
 	env, err := k.environ(ctx, pod, c, dir, kubeconfig)
 	if err != nil {
 		return 0, "", err
@@ -295,10 +302,14 @@ func (k *Kubelet) materialise(ctx context.Context, pod *corev1.Pod, dir string) 
 			err = k.writeSecret(ctx, pod.Namespace, v.Secret.SecretName, v.Secret.Items, target, ptr.Deref(v.Secret.Optional, false))
 		case v.Projected != nil:
 			for _, src := range v.Projected.Sources {
-				if src.Secret != nil {
-					if err = k.writeSecret(ctx, pod.Namespace, src.Secret.Name, src.Secret.Items, target, ptr.Deref(src.Secret.Optional, false)); err != nil {
-						break
-					}
+				switch {
+				case src.Secret != nil:
+					err = k.writeSecret(ctx, pod.Namespace, src.Secret.Name, src.Secret.Items, target, ptr.Deref(src.Secret.Optional, false))
+				case src.ServiceAccountToken != nil:
+					err = k.writeBoundToken(ctx, pod, src.ServiceAccountToken, target)
+				}
+				if err != nil {
+					break
 				}
 			}
 		default:
@@ -323,6 +334,31 @@ func mountKey(path string) string {
 		return "plan-key"
 	}
 	return path
+}
+
+// writeBoundToken writes a projected ServiceAccount token as a kubelet does: issued by the
+// TokenRequest API for the Pod's account, with the projection's audience, bound to the Pod.
+func (k *Kubelet) writeBoundToken(ctx context.Context, pod *corev1.Pod, src *corev1.ServiceAccountTokenProjection, target string) error {
+	account := pod.Spec.ServiceAccountName
+	if account == "" {
+		account = "default"
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: account}}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: ptr.To(ptr.Deref(src.ExpirationSeconds, 3600)),
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+	}}
+	if src.Audience != "" {
+		req.Spec.Audiences = []string{src.Audience}
+	}
+	if err := k.env.Client.SubResource("token").Create(ctx, sa, req); err != nil {
+		return fmt.Errorf("projected token of ServiceAccount %s/%s: %w", pod.Namespace, account, err)
+	}
+	p := filepath.Join(target, src.Path)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, []byte(req.Status.Token), 0o600)
 }
 
 func (k *Kubelet) writeSecret(ctx context.Context, ns, name string, items []corev1.KeyToPath, target string, optional bool) error {

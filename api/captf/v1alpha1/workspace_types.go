@@ -65,7 +65,33 @@ type WorkspaceSpec struct {
 	// +optional
 	// +kubebuilder:default=Destroy
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// stateEncryption turns on OpenTofu's state encryption for this object, with a key the
+	// manager derives from its master key (the manager must run with --state-encryption). Unset:
+	// the state is stored plain, as always. The state changes form at its next apply that
+	// writes it, not at once.
+	// +optional
+	StateEncryption *StateEncryption `json:"stateEncryption,omitempty"`
 }
+
+// StateEncryption says how the object's Jobs store its state.
+type StateEncryption struct {
+	// mode is Encrypt (write the state encrypted; a plain state is still read, so an existing
+	// object can turn encryption on) or Decrypt (write it plain; an encrypted state is still
+	// read). An object without stateEncryption whose state is still encrypted runs as Decrypt.
+	// +required
+	Mode StateEncryptionMode `json:"mode"`
+}
+
+// StateEncryptionMode is how a Job writes the state.
+// +kubebuilder:validation:Enum=Encrypt;Decrypt
+type StateEncryptionMode string
+
+// State encryption modes.
+const (
+	StateEncryptionEncrypt StateEncryptionMode = "Encrypt"
+	StateEncryptionDecrypt StateEncryptionMode = "Decrypt"
+)
 
 // WorkspaceSource names the module image.
 type WorkspaceSource struct {

@@ -141,6 +141,11 @@ func (r *provider[T]) start(ctx context.Context, p *pass[T]) error {
 		}
 		params.SavedPlan = sp
 	}
+	enc, err := jobEncryption(p.spec.StateEncryption, p.snap != nil && p.snap.Encrypted, r.opts.StateEncryption)
+	if err != nil {
+		return fmt.Errorf("refusing to start a Job that could not read its state: %w", err)
+	}
+	params.StateEncryption = enc
 	params.Attempt = nextAttempt(p.owner, p.jobList, p.planNames, d.Op, params.InputsHash)
 	if err := params.Validate(); err != nil {
 		return fmt.Errorf("refusing to start a Job its runner would refuse: %w", err)

@@ -54,7 +54,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	e.leases = leases.New(e.client, e.reader, e.clock)
-	e.states = newStateCache()
+	e.states = newStateCache(opts.Engine.StateEncryption.master())
 	e.refusals = newRefusals()
 	var err error
 	if e.approvals, err = newApprovalGuard(mgr.GetClient()); err != nil {

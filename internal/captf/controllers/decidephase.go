@@ -175,7 +175,7 @@ func (r *provider[T]) verifyRestore(ctx context.Context, p *pass[T]) (invalid, e
 	if p.snap != nil {
 		current = p.snap.Lineage
 	}
-	switch err := state.VerifyBackup(ctx, r.reader, p.owner.Namespace, *b, current); {
+	switch err := state.VerifyBackupWith(ctx, r.reader, p.owner.Namespace, p.owner.StateSuffix(), *b, current, r.opts.StateEncryption.master()); {
 	case errors.Is(err, state.ErrBackupInvalid):
 		return err, nil
 	case err != nil:

@@ -66,6 +66,8 @@ type EngineOptions struct {
 	// Identity is the manager's user name as the API server authenticates it, recorded on the
 	// destroy namespaces it makes.
 	Identity string
+	// StateEncryption is the manager's state key provider (nil: none; stateencryption.go).
+	StateEncryption *StateEncryption
 }
 
 // kind is what differs between TerraformCluster, TerraformMachine and TerraformMachinePool.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/capx-io/capx/internal/captf/outputs"
 	"github.com/capx-io/capx/internal/captf/state"
+	"github.com/capx-io/capx/internal/captf/statekey"
 )
 
 // decodeConcurrency bounds the state fetches and decodes running at once across the manager.
@@ -25,6 +26,8 @@ const decodeConcurrency = 2
 // is once per serial the backend writes. It keeps no state data and no output values: the
 // snapshot's facts (state.Snapshot.Compact) and the outputs as the kind's contract mapped them.
 type stateCache struct {
+	// master decrypts encrypted states in memory (nil: plain states only).
+	master  *statekey.Master
 	sem     chan struct{}
 	mu      sync.Mutex
 	entries map[string]*stateEntry
@@ -37,8 +40,8 @@ type stateEntry struct {
 	outs     map[outputs.Options]*outputs.Result // the outputs as mapped with each options
 }
 
-func newStateCache() *stateCache {
-	return &stateCache{sem: make(chan struct{}, decodeConcurrency), entries: map[string]*stateEntry{}}
+func newStateCache(master *statekey.Master) *stateCache {
+	return &stateCache{master: master, sem: make(chan struct{}, decodeConcurrency), entries: map[string]*stateEntry{}}
 }
 
 // read returns the state of suffix and whether it was decoded just now (then the snapshot still
@@ -78,7 +81,7 @@ func (c *stateCache) decode(ctx context.Context, live client.Reader, namespace, 
 		return nil, ctx.Err()
 	}
 	defer func() { <-c.sem }()
-	return state.Read(ctx, live, namespace, suffix)
+	return state.ReadWith(ctx, live, namespace, suffix, c.master)
 }
 
 // full returns the snapshot with its data, fetching it again when the cache kept only the facts;

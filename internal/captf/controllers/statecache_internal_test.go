@@ -70,7 +70,7 @@ func TestStateCacheDecodesOncePerChange(t *testing.T) {
 	const ns, suffix = "ns", "0123456789abcdef-m"
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(stateSecret(ns, suffix, 1)).Build()
 	live := &countingReader{Reader: c}
-	cache := newStateCache()
+	cache := newStateCache(nil)
 	mapped := 0
 	mapOutputs := func(m map[string]state.Output) *outputs.Result {
 		mapped++
@@ -114,7 +114,7 @@ func TestStateCacheBoundsConcurrentDecodes(t *testing.T) {
 	}
 	c := b.Build()
 	live := &countingReader{Reader: c, hold: make(chan struct{})}
-	cache := newStateCache()
+	cache := newStateCache(nil)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
