@@ -66,12 +66,17 @@ lint: ## go vet and gofmt.
 	go vet ./...
 
 .PHONY: verify
-verify: lint ## Lint, and fail if generated files or go.mod are out of date.
+# Every file generated from the code (hack/generate.sh: api, config, docs/api.md, the condition
+# and flag pages; release-generate: completions, the command reference, goreleaser.yaml) must be
+# committed as generated: a stale one fails here, before any test runs.
+VERIFY_GENERATED = api config go.mod go.sum docs/api.md docs/captf/conditions.md docs/capvco/conditions.md docs/manager.md $(RELEASE_GENERATED)
+verify: lint ## Lint, and fail if generated files (code, CRDs, docs, completions, command reference) or go.mod are out of date.
 	bash hack/generate.sh
+	$(MAKE) --no-print-directory release-generate
 	go mod tidy
-	@if [[ -n "$$(git status --porcelain -- api config go.mod go.sum)" ]]; then \
-	  echo "generated files or go.mod are out of date; run make generate and go mod tidy:"; \
-	  git status --porcelain -- api config go.mod go.sum; git diff --stat -- api config go.mod go.sum; exit 1; fi
+	@if [[ -n "$$(git status --porcelain -- $(VERIFY_GENERATED))" ]]; then \
+	  echo "generated files or go.mod are out of date; run make generate release-generate and go mod tidy, then commit:"; \
+	  git status --porcelain -- $(VERIFY_GENERATED); git diff --stat -- $(VERIFY_GENERATED); exit 1; fi
 
 # make e2e runs the e2e packages in two lanes side by side (hack/lanes.sh, a log per lane):
 # e2e-suite is test/e2e, on its management clusters e2e-a and e2e-b; e2e-nodes is every other
