@@ -41,9 +41,13 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 		// Secrets it caches only metadata (see Client below): any module can write Secrets with
 		// the managed label. User Secrets (credentials, bootstrap data, variables), Pods and the
 		// backend's lock Leases are read live through the API reader.
+		// No cached object keeps its managedFields, and a Job whose result is recorded keeps no
+		// Pod template (cachetransform.go): at fleet size the cached Jobs, and the copies every
+		// list of them makes, were the largest part of the manager's heap (docs/benchmarks.md).
+		DefaultTransform: stripManagedFields,
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}:         {Label: managed},
-			&batchv1.Job{}:           {Label: managed},
+			&batchv1.Job{}:           {Label: managed, Transform: trimJob},
 			&corev1.ServiceAccount{}: {Label: managed},
 			&rbacv1.RoleBinding{}:    {Label: managed},
 			&coordinationv1.Lease{}:  {Label: managed},

@@ -94,12 +94,19 @@ func BenchmarkFleetDrift(b *testing.B) {
 	reconciles, cpu0, began = m.reconciles(b), m.cpu(b), time.Now()
 	pods0 := kubelet.Started()
 	peakRSS, samples, sumRSS := int64(0), 0, int64(0)
+	m.saveProfile(b, "allocs", "allocs-interval-start.pb.gz")
 	waitFleet(b, "machines with a drift check", n, 2*interval+fleetTimeout(n, 10*time.Minute), 5*time.Second, n, func() int {
 		rss := m.status(b, "VmRSS")
+		if rss > peakRSS+4<<20 {
+			// A new peak: what the heap holds now (CAPX_BENCH_PROFILE_DIR).
+			m.saveProfile(b, "heap", "heap-peak.pb.gz")
+		}
 		peakRSS, samples, sumRSS = max(peakRSS, rss), samples+1, sumRSS+rss
 		return fleetDriftChecked(ns, began)
 	})
 	elapsed, cpu := time.Since(began), m.cpu(b)-cpu0
+	m.saveProfile(b, "allocs", "allocs-interval-end.pb.gz")
+	m.saveProfile(b, "heap", "heap-interval-end.pb.gz")
 	b.StopTimer()
 	done, routes := m.reconciles(b)-reconciles, writes.byRoute()
 	jobsStarted := routes["POST apis/batch/v1/namespaces/{ns}/jobs"]

@@ -29,7 +29,9 @@ import (
 type managerProcess struct {
 	cmd     *exec.Cmd
 	metrics string
-	log     string
+	// pprof is the base URL of the manager's /debug/pprof (--profiler-address).
+	pprof string
+	log   string
 }
 
 // startManagerProcess starts the manager with its defaults and the given flags against env, its
@@ -55,13 +57,15 @@ func startManagerProcess(b *testing.B, writes *writeCounter, flags ...string) *m
 	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
 		b.Fatal(err)
 	}
-	m := &managerProcess{metrics: "http://" + freeAddr(b) + "/metrics", log: filepath.Join(dir, "manager.log")}
+	m := &managerProcess{metrics: "http://" + freeAddr(b) + "/metrics", pprof: "http://" + freeAddr(b) + "/debug/pprof/",
+		log: filepath.Join(dir, "manager.log")}
 	logFile, err := os.Create(m.log)
 	if err != nil {
 		b.Fatal(err)
 	}
 	args := append([]string{"--kubeconfig=" + kubeconfig, "--runner-image=capx.test/manager:dev",
-		"--metrics-bind-address=" + strings.TrimPrefix(strings.TrimSuffix(m.metrics, "/metrics"), "http://"), "--health-addr=0"}, flags...)
+		"--metrics-bind-address=" + strings.TrimPrefix(strings.TrimSuffix(m.metrics, "/metrics"), "http://"), "--health-addr=0",
+		"--profiler-address=" + strings.TrimPrefix(strings.TrimSuffix(m.pprof, "/debug/pprof/"), "http://")}, flags...)
 	m.cmd = exec.Command(manager, args...)
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
 	if err := m.cmd.Start(); err != nil {
@@ -194,6 +198,28 @@ func (m *managerProcess) status(b *testing.B, field string) int64 {
 	}
 	b.Fatalf("no %s in the manager's /proc status", field)
 	return 0
+}
+
+// saveProfile writes the manager's pprof profile name (heap, allocs, goroutine) to
+// $CAPX_BENCH_PROFILE_DIR/file; without that variable it does nothing. Read it with
+// `go tool pprof -top -sample_index=inuse_space FILE`.
+func (m *managerProcess) saveProfile(b *testing.B, name, file string) {
+	dir := os.Getenv("CAPX_BENCH_PROFILE_DIR")
+	if dir == "" {
+		return
+	}
+	resp, err := http.Get(m.pprof + name)
+	if err != nil {
+		b.Fatalf("profile %s of the manager: %v", name, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("profile %s of the manager: %s %v", name, resp.Status, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, file), body, 0o644); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // resetPeak resets the process's VmHWM to its current RSS.
