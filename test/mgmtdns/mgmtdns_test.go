@@ -161,8 +161,23 @@ func startUnbound(t *testing.T, auth *authority, include string) string {
 	if err != nil {
 		t.Fatal("unbound is not installed: bash hack/install-deps.sh installs it (Debian package unbound)")
 	}
-	port := freePort(t)
 	host, authPort, _ := net.SplitHostPort(auth.addr)
+	// A port free when chosen may be taken before unbound binds it (other tests run beside this
+	// one): unbound then exits with "could not open ports", and another port is tried.
+	for attempt := 1; ; attempt++ {
+		port := freePort(t)
+		addr, bound := runUnbound(t, bin, port, unboundConfig(t, port, host, authPort, include))
+		if bound {
+			return addr
+		}
+		if attempt == 5 {
+			t.Fatalf("unbound could not bind a port in %d attempts", attempt)
+		}
+	}
+}
+
+func unboundConfig(t *testing.T, port int, host, authPort, include string) string {
+	t.Helper()
 	cfg := fmt.Sprintf(`server:
     interface: 127.0.0.1@%d
     port: %d
@@ -185,6 +200,14 @@ forward-zone:
 	if include != "" {
 		cfg += fmt.Sprintf("include: %q\n", include)
 	}
+	return cfg
+}
+
+// runUnbound starts unbound with cfg and waits until it answers on port (addr); bound is false
+// when it exited because the port was taken.
+func runUnbound(t *testing.T, bin string, port int, cfg string) (addr string, bound bool) {
+	t.Helper()
+	addr = fmt.Sprintf("127.0.0.1:%d", port)
 	path := filepath.Join(t.TempDir(), "unbound.conf")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -200,7 +223,9 @@ forward-zone:
 	}
 	var log strings.Builder
 	var logMu sync.Mutex
+	logged := make(chan struct{})
 	go func() {
+		defer close(logged)
 		s := bufio.NewScanner(stderr)
 		for s.Scan() {
 			logMu.Lock()
@@ -208,29 +233,42 @@ forward-zone:
 			logMu.Unlock()
 		}
 	}()
+	exited := make(chan struct{})
+	go func() {
+		<-logged // the pipe is read to its end before Wait closes it
+		_ = cmd.Wait()
+		close(exited)
+	}()
 	t.Cleanup(func() {
 		cancel()
-		_ = cmd.Wait()
+		<-exited
 		if t.Failed() {
 			logMu.Lock()
 			t.Logf("unbound's log:\n%s", log.String())
 			logMu.Unlock()
 		}
 	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	// Wait for unbound to answer (it starts in well under a second; the bound is for a loaded
 	// machine, and only bounds how long a broken start takes to fail).
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		c, err := net.Dial("udp", addr)
-		if err == nil {
-			r := resolver(addr)
-			_, lerr := r.LookupHost(context.Background(), "ready.invalid.example.com")
-			c.Close()
-			var dnsErr *net.DNSError
-			if lerr == nil || (errors.As(lerr, &dnsErr) && dnsErr.IsNotFound) {
-				return addr
+		select {
+		case <-exited:
+			logMu.Lock()
+			taken := strings.Contains(log.String(), "could not open ports")
+			logMu.Unlock()
+			if taken {
+				t.Logf("port %d was taken before unbound bound it; trying another", port)
+				return addr, false
 			}
+			t.Fatalf("unbound exited before answering on %s", addr)
+		default:
+		}
+		r := resolver(addr)
+		_, lerr := r.LookupHost(context.Background(), "ready.invalid.example.com")
+		var dnsErr *net.DNSError
+		if lerr == nil || (errors.As(lerr, &dnsErr) && dnsErr.IsNotFound) {
+			return addr, true
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("unbound did not answer on %s", addr)
@@ -257,12 +295,20 @@ func lookup(t *testing.T, addr string) string {
 	return ips[0].String()
 }
 
+// freePort is a port of 127.0.0.1 free for both UDP and TCP when asked (unbound binds both).
 func freePort(t *testing.T) int {
 	t.Helper()
-	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := pc.LocalAddr().(*net.UDPAddr).Port
+		l, terr := net.Listen("tcp4", fmt.Sprintf("127.0.0.1:%d", port))
+		pc.Close()
+		if terr == nil {
+			l.Close()
+			return port
+		}
 	}
-	defer pc.Close()
-	return pc.LocalAddr().(*net.UDPAddr).Port
 }
