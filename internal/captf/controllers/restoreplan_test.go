@@ -2,7 +2,6 @@ package controllers_test
 
 import (
 	"context"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -29,7 +28,7 @@ func TestRestoreSupersedesPendingPlan(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: tc.Status.PendingPlanRef.Name}, old)).To(Succeed())
 	serial := readState(t, ns, contract.KindCluster, "c1").Serial
 	waitFor(t, tc, time.Minute, "the applied state backed up", func(o *captfv1.TerraformCluster) bool {
-		return slices.ContainsFunc(o.Status.StateBackups, func(b captfv1.StateBackup) bool { return b.Serial == serial })
+		return backedUp(o, serial)
 	})
 
 	annotate(t, tc, captfv1.RestoreStateAnnotation, ptr.To(strconv.FormatInt(serial, 10)))

@@ -152,9 +152,6 @@ func TestStateEncryptionWired(t *testing.T) {
 	update(t, enc, func(o *captfv1.TerraformCluster) {
 		o.Spec.Variables = vars(map[string]any{"failure_domains": []string{"fd-a", "fd-b", "fd-c"}})
 	})
-	backedUp := func(o *captfv1.TerraformCluster, serial int64) bool {
-		return slices.ContainsFunc(o.Status.StateBackups, func(b captfv1.StateBackup) bool { return b.Serial == serial })
-	}
 	var second *state.Snapshot
 	waitFor(t, enc, 3*time.Minute, "the change applied and both serials backed up", func(o *captfv1.TerraformCluster) bool {
 		if o.Status.ActiveJob != nil || o.Status.AppliedInputsHash == first.InputsHash {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -110,6 +111,11 @@ func waitFor[T capi.Object](t *testing.T, obj T, timeout time.Duration, what str
 func describe(o capi.Object) string { return mgrtest.Describe(o) }
 
 func provisioned(init captfv1.InitializationStatus) bool { return ptr.Deref(init.Provisioned, false) }
+
+// backedUp: status.stateBackups lists a backup of serial.
+func backedUp(o *captfv1.TerraformCluster, serial int64) bool {
+	return slices.ContainsFunc(o.Status.StateBackups, func(b captfv1.StateBackup) bool { return b.Serial == serial })
+}
 
 func gone(t *testing.T, o client.Object, timeout time.Duration) {
 	t.Helper()

@@ -450,10 +450,10 @@ func (o *options) checkRestoreDigest() error {
 // unwritten reports whether current (as `state pull` prints it) is a state that records
 // nothing and never did: no resources, no outputs and serial 0 or 1, such as the one `init`
 // writes into a backend that had no state (a namespace re-created after its state was lost),
-// with a lineage of its own. A state emptied later (a destroy, serial 2 or more) has a history
-// and keeps the lineage check. A restore
-// replaces it as it would no state at all, with -force, since OpenTofu refuses another lineage
-// otherwise; nothing it could record is lost. No state at all is not unwritten (nothing to force).
+// with a lineage of its own. A restore replaces it as it would no state at all, with -force,
+// since OpenTofu refuses another lineage otherwise; nothing it could record is lost. A state
+// emptied later (a destroy, serial 2 or more) has a history and keeps the lineage check. No
+// state at all is not unwritten (nothing to force).
 func unwritten(current []byte) (bool, error) {
 	if len(bytes.TrimSpace(current)) == 0 {
 		return false, nil
