@@ -415,7 +415,9 @@ func TestVolumesOnRealKubelets(t *testing.T) {
 		t.Fatalf("evicting the writer: %v", err)
 	}
 	pods.gone("writer")
-	if out := pods.run("reader", workers[1], "data", "read", "/data/marker"); out != marker {
+	// The reader keeps running: once a Pod has ended its kubelet unmounts the volume and the
+	// attach-detach controller may detach it before the attachment below is looked at.
+	if out := pods.show("reader", workers[1], "data", "/data/marker"); out != marker {
 		t.Fatalf("the reader on %s read %q, want %q", workers[1], out, marker)
 	}
 	if vm := diskVM(sim, dataDisk); vm != vms[workers[1]] {
@@ -603,7 +605,23 @@ func (r podRunner) create(name, node, pvc string, args ...string) {
 func (r podRunner) hold(name, node, pvc, path, text string) {
 	r.t.Helper()
 	r.create(name, node, pvc, "hold", path, text)
-	r.wait(5*time.Minute, "pod "+name+" running on "+node+" and written", func() error {
+	r.running(name, node, "written", func(logs string) bool { return strings.Contains(logs, "wrote") })
+}
+
+// show creates a Pod that prints the file and keeps running (its volume stays attached while
+// the test looks), waits until it has printed, and returns what it printed.
+func (r podRunner) show(name, node, pvc, path string) string {
+	r.t.Helper()
+	r.create(name, node, pvc, "show", path)
+	var out string
+	r.running(name, node, "has read", func(logs string) bool { out = logs; return logs != "" })
+	return strings.TrimSpace(out)
+}
+
+// running waits until the Pod runs and its output satisfies done.
+func (r podRunner) running(name, node, what string, done func(logs string) bool) {
+	r.t.Helper()
+	r.wait(5*time.Minute, "pod "+name+" running on "+node+" and "+what, func() error {
 		p, err := r.wl.CoreV1().Pods(podNS).Get(r.ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -615,8 +633,8 @@ func (r podRunner) hold(name, node, pvc, path, text string) {
 			return fmt.Errorf("phase %s; events: %s", p.Status.Phase, podEvents(r.ctx, r.wl, name))
 		}
 		logs, err := r.wl.CoreV1().Pods(podNS).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(r.ctx)
-		if err != nil || !strings.Contains(string(logs), "wrote") {
-			return fmt.Errorf("not written yet: %q %v", logs, err)
+		if err != nil || !done(string(logs)) {
+			return fmt.Errorf("not %s yet: %q %v", what, logs, err)
 		}
 		return nil
 	})

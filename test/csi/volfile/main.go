@@ -5,6 +5,7 @@
 //	volfile write /data/marker "some text"
 //	volfile hold /data/marker "some text"   # writes, then keeps the volume in use until SIGTERM
 //	volfile read /data/marker
+//	volfile show /data/marker               # prints, then keeps the volume in use until SIGTERM
 package main
 
 import (
@@ -30,20 +31,35 @@ func run(args []string) error {
 		if err := write(args[1], args[2]); err != nil {
 			return err
 		}
-		// A running workload: its volume stays mounted until the Pod is stopped (a drain).
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-		<-sig
+		holdUntilStopped()
 		return nil
 	case len(args) == 2 && args[0] == "read":
-		b, err := os.ReadFile(args[1])
-		if err != nil {
+		return show(args[1])
+	case len(args) == 2 && args[0] == "show":
+		if err := show(args[1]); err != nil {
 			return err
 		}
-		_, err = os.Stdout.Write(b)
+		holdUntilStopped()
+		return nil
+	}
+	return fmt.Errorf("usage: volfile write|hold PATH TEXT | volfile read|show PATH (got %q)", args)
+}
+
+// holdUntilStopped is a running workload: its volume stays mounted (and attached) until the
+// Pod is stopped, so that the test can look at the attachment while it is in use.
+func holdUntilStopped() {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	<-sig
+}
+
+func show(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
 		return err
 	}
-	return fmt.Errorf("usage: volfile write|hold PATH TEXT | volfile read PATH (got %q)", args)
+	_, err = os.Stdout.Write(b)
+	return err
 }
 
 // write leaves the text on the disk, not only in the page cache: the test reads the raw

@@ -27,13 +27,17 @@ func TestWriteThenRead(t *testing.T) {
 
 func TestRefusesWhatItDoesNotKnow(t *testing.T) {
 	dir := t.TempDir()
-	for _, args := range [][]string{nil, {"write", "x"}, {"read"}, {"delete", "x"}} {
+	for _, args := range [][]string{nil, {"write", "x"}, {"read"}, {"show"}, {"delete", "x"}} {
 		if err := run(args); err == nil || !strings.Contains(err.Error(), "usage") {
 			t.Errorf("run(%q) = %v, want the usage", args, err)
 		}
 	}
 	if err := run([]string{"read", filepath.Join(dir, "missing")}); err == nil {
 		t.Error("reading a missing file succeeded")
+	}
+	// show fails before it holds: a missing file never leaves a Pod running as if it had read.
+	if err := run([]string{"show", filepath.Join(dir, "missing")}); err == nil {
+		t.Error("showing a missing file succeeded")
 	}
 	if err := run([]string{"write", filepath.Join(dir, "no", "such", "dir"), "x"}); err == nil {
 		t.Error("writing into a missing folder succeeded")
