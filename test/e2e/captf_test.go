@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/testenv"
 	"github.com/capx-io/capx/test/e2e/install"
 )
@@ -85,7 +84,7 @@ func TestCAPTFLifecycle(t *testing.T) {
 		}
 	})
 
-	clusterObj := captfObject{contract.KindCluster, name}
+	clusterObj := captfObject{captfv1.KindCluster, name}
 	step(t, "a changed variable re-applies the TerraformCluster", func() {
 		before := readState(g, ctx, m, ns, clusterObj)
 		tc := &captfv1.TerraformCluster{}
@@ -102,7 +101,7 @@ func TestCAPTFLifecycle(t *testing.T) {
 			ws, _, _ := workspaceOf(g, ctx, m, ns, clusterObj)
 			g.Expect(ws.ActiveJob).To(BeNil())
 		}, "the new failure domain applied and seen by CAPI")
-		g.Expect(jobs.runs(of(contract.KindCluster, name, string(captfv1.OperationApply)))).To(HaveLen(2), "%s", jobs)
+		g.Expect(jobs.runs(of(captfv1.KindCluster, name, string(captfv1.OperationApply)))).To(HaveLen(2), "%s", jobs)
 	})
 
 	step(t, "the manager killed mid-apply converges without a second Job", func() {
@@ -122,7 +121,7 @@ func TestCAPTFLifecycle(t *testing.T) {
 			destroys := jobs.runs(of(o.Kind, o.Name, string(captfv1.OperationDestroy)))
 			g.Expect(destroys).NotTo(BeEmpty(), "no destroy Job for %s %s:\n%s", o.Kind, o.Name, jobs)
 			g.Expect(destroys[len(destroys)-1].Succeeded).To(BeTrue(), "the last destroy of %s %s succeeded", o.Kind, o.Name)
-			if o.Kind == contract.KindCluster {
+			if o.Kind == captfv1.KindCluster {
 				clusterDestroy = destroys[0]
 			} else {
 				others = append(others, destroys...)
@@ -143,19 +142,19 @@ func TestCAPTFLifecycle(t *testing.T) {
 func killManagerMidApply(t *testing.T, ctx context.Context, m *install.Management, jobs *jobRecorder, ns, cluster string) {
 	g := NewWithT(t)
 	const name = "life-slow"
-	machine := testenv.Machine(ns, name, cluster, contract.KindMachine, name, cluster+"-cloud-config")
+	machine := testenv.Machine(ns, name, cluster, captfv1.KindMachine, name, cluster+"-cloud-config")
 	machine.Spec.Version = "v1.36.3"
 	g.Expect(m.Client.Create(ctx, machine)).To(Succeed())
 	tm := testenv.TerraformMachine(ns, name, cluster, shared.kit.Images.Module("machine"))
 	tm.Spec.Variables = map[string]apiextensionsv1.JSON{"slow": {Raw: []byte(`40`)}}
 	g.Expect(m.Client.Create(ctx, tm)).To(Succeed())
-	obj := captfObject{contract.KindMachine, name}
+	obj := captfObject{captfv1.KindMachine, name}
 
 	// Mid-apply: the runner's apply step is inside the local-exec sleep, after the instance
 	// was created.
 	var applyJob string
 	eventually(t, 4*time.Minute, func(g Gomega) {
-		runs := jobs.runs(of(contract.KindMachine, name, string(captfv1.OperationApply)))
+		runs := jobs.runs(of(captfv1.KindMachine, name, string(captfv1.OperationApply)))
 		g.Expect(runs).NotTo(BeEmpty())
 		applyJob = runs[0].Name
 		log := jobLog(g, ctx, m, ns, applyJob)
@@ -180,7 +179,7 @@ func killManagerMidApply(t *testing.T, ctx context.Context, m *install.Managemen
 		g.Expect(ws.LastRun.Result).To(Equal(captfv1.RunSucceeded))
 	}, "the restarted manager records the result of the Job it did not see finish")
 
-	runs := jobs.runs(of(contract.KindMachine, name, string(captfv1.OperationApply)))
+	runs := jobs.runs(of(captfv1.KindMachine, name, string(captfv1.OperationApply)))
 	g.Expect(runs).To(HaveLen(1), "one apply Job, no duplicate:\n%s", jobs)
 	g.Expect(runs[0].Succeeded).To(BeTrue())
 	g.Expect(runs[0].Finished.After(killed)).To(BeTrue(), "the Job was still running when the manager died (finished %s, killed %s)", runs[0].Finished, killed)

@@ -150,16 +150,16 @@ type captfObject struct{ Kind, Name string }
 // captfObjects lists a cluster's TerraformCluster, TerraformMachines and TerraformMachinePools.
 func captfObjects(g Gomega, ctx context.Context, m *install.Management, namespace, cluster string) []captfObject {
 	in, of := client.InNamespace(namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: cluster}
-	objs := []captfObject{{contract.KindCluster, cluster}}
+	objs := []captfObject{{captfv1.KindCluster, cluster}}
 	tms := &captfv1.TerraformMachineList{}
 	g.Expect(m.Client.List(ctx, tms, in, of)).To(Succeed())
 	for _, o := range tms.Items {
-		objs = append(objs, captfObject{contract.KindMachine, o.Name})
+		objs = append(objs, captfObject{captfv1.KindMachine, o.Name})
 	}
 	pools := &captfv1.TerraformMachinePoolList{}
 	g.Expect(m.Client.List(ctx, pools, in, of)).To(Succeed())
 	for _, o := range pools.Items {
-		objs = append(objs, captfObject{contract.KindMachinePool, o.Name})
+		objs = append(objs, captfObject{captfv1.KindMachinePool, o.Name})
 	}
 	return objs
 }
@@ -175,11 +175,11 @@ func readState(g Gomega, ctx context.Context, m *install.Management, namespace s
 func workspaceOf(g Gomega, ctx context.Context, m *install.Management, namespace string, o captfObject) (captfv1.WorkspaceStatus, bool, []metav1.Condition) {
 	key := client.ObjectKey{Namespace: namespace, Name: o.Name}
 	switch o.Kind {
-	case contract.KindCluster:
+	case captfv1.KindCluster:
 		obj := &captfv1.TerraformCluster{}
 		g.Expect(m.Client.Get(ctx, key, obj)).To(Succeed())
 		return obj.Status.WorkspaceStatus, ptr.Deref(obj.Status.Initialization.Provisioned, false), obj.Status.Conditions
-	case contract.KindMachine:
+	case captfv1.KindMachine:
 		obj := &captfv1.TerraformMachine{}
 		g.Expect(m.Client.Get(ctx, key, obj)).To(Succeed())
 		return obj.Status.WorkspaceStatus, ptr.Deref(obj.Status.Initialization.Provisioned, false), obj.Status.Conditions

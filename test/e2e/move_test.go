@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/state"
 	"github.com/capx-io/capx/test/e2e/install"
 	"github.com/capx-io/capx/test/localcluster"
@@ -80,7 +79,7 @@ func TestClusterctlMove(t *testing.T) {
 			for _, o := range objs {
 				ws, provisioned, _ := workspaceOf(g, ctx, a, ns, o)
 				g.Expect(provisioned).To(BeTrue(), "%s %s", o.Kind, o.Name)
-				if o.Kind != contract.KindMachinePool { // the pool's membership refresh never stops
+				if o.Kind != captfv1.KindMachinePool { // the pool's membership refresh never stops
 					g.Expect(ws.ActiveJob).To(BeNil(), "%s %s", o.Kind, o.Name)
 				}
 				snap := readState(g, ctx, a, ns, o)
@@ -155,7 +154,7 @@ func TestClusterctlMove(t *testing.T) {
 func waitPoolRefreshed(t *testing.T, ctx context.Context, m *install.Management, ns string) {
 	eventually(t, 3*time.Minute, func(g Gomega) {
 		jobs := &batchv1.JobList{}
-		g.Expect(m.Client.List(ctx, jobs, client.InNamespace(ns), client.MatchingLabels{captfv1.OwnerKindLabel: contract.KindMachinePool})).To(Succeed())
+		g.Expect(m.Client.List(ctx, jobs, client.InNamespace(ns), client.MatchingLabels{captfv1.OwnerKindLabel: captfv1.KindMachinePool})).To(Succeed())
 		var last time.Time
 		for _, j := range jobs.Items {
 			var finished time.Time
@@ -225,9 +224,9 @@ func standInForWorkloadCluster(t *testing.T, ctx context.Context, m *install.Man
 func checkOwnedOnTarget(g Gomega, ctx context.Context, m *install.Management, ns string, o captfObject, stateSecret string) {
 	var obj client.Object
 	switch o.Kind {
-	case contract.KindCluster:
+	case captfv1.KindCluster:
 		obj = &captfv1.TerraformCluster{}
-	case contract.KindMachine:
+	case captfv1.KindMachine:
 		obj = &captfv1.TerraformMachine{}
 	default:
 		obj = &captfv1.TerraformMachinePool{}

@@ -8,6 +8,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 )
 
 // Version is the module contract version passed to every module as captf_contract.
@@ -85,35 +87,18 @@ const (
 	RoleMachinePool Role = "machinepool"
 )
 
-// Kind names of the CAPTF objects that run modules.
-const (
-	KindCluster     = "TerraformCluster"
-	KindMachine     = "TerraformMachine"
-	KindMachinePool = "TerraformMachinePool"
-)
-
-// RoleOf returns the module role of a CAPTF kind.
+// RoleOf returns the module role of a CAPTF kind (captfv1.Kinds).
 func RoleOf(kind string) (Role, error) {
-	switch kind {
-	case KindCluster:
-		return RoleCluster, nil
-	case KindMachine:
-		return RoleMachine, nil
-	case KindMachinePool:
-		return RoleMachinePool, nil
+	if k, ok := captfv1.LookupKind(kind); ok {
+		return Role(k.Role), nil
 	}
 	return "", fmt.Errorf("contract: %q is not a CAPTF kind", kind)
 }
 
-// KindShort abbreviates a CAPTF kind in object names: c, m or mp.
+// KindShort abbreviates a CAPTF kind in object names: c, m or mp (captfv1.Kinds).
 func KindShort(kind string) string {
-	switch kind {
-	case KindCluster:
-		return "c"
-	case KindMachine:
-		return "m"
-	case KindMachinePool:
-		return "mp"
+	if k, ok := captfv1.LookupKind(kind); ok {
+		return k.Short
 	}
 	return "x"
 }

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 )
 
 // TestManualApprovalAfterTheJobsAreGone: under applyPolicy Manual, a plan made by an approved
@@ -28,7 +27,7 @@ func TestManualApprovalAfterTheJobsAreGone(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns, _ := scenario(t)
-	const kind = contract.KindCluster
+	const kind = captfv1.KindCluster
 	tc := newPendingChange(t, ns)
 
 	// approveOvertaken approves the waiting plan after the state moved on and returns the plan

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 )
 
 // TestBootstrapUsers: a bootstrap Secret event brings back exactly the CAPTF objects of the
@@ -29,30 +28,30 @@ func TestBootstrapUsers(t *testing.T) {
 		consumers []bootstrapConsumer
 		want      []reconcile.Request
 	}{
-		{"the pool that passes the Secret", contract.KindMachinePool,
-			[]bootstrapConsumer{{"workers-bootstrap", ref(ours, contract.KindMachinePool, "workers")}},
+		{"the pool that passes the Secret", captfv1.KindMachinePool,
+			[]bootstrapConsumer{{"workers-bootstrap", ref(ours, captfv1.KindMachinePool, "workers")}},
 			[]reconcile.Request{req("workers")}},
-		{"every pool that shares it", contract.KindMachinePool,
+		{"every pool that shares it", captfv1.KindMachinePool,
 			[]bootstrapConsumer{
-				{"workers-bootstrap", ref(ours, contract.KindMachinePool, "a")},
-				{"other-bootstrap", ref(ours, contract.KindMachinePool, "b")},
-				{"workers-bootstrap", ref(ours, contract.KindMachinePool, "c")},
+				{"workers-bootstrap", ref(ours, captfv1.KindMachinePool, "a")},
+				{"other-bootstrap", ref(ours, captfv1.KindMachinePool, "b")},
+				{"workers-bootstrap", ref(ours, captfv1.KindMachinePool, "c")},
 			},
 			[]reconcile.Request{req("a"), req("c")}},
-		{"a machine waiting for its Secret", contract.KindMachine,
-			[]bootstrapConsumer{{"workers-bootstrap", ref(ours, contract.KindMachine, "m0")}},
+		{"a machine waiting for its Secret", captfv1.KindMachine,
+			[]bootstrapConsumer{{"workers-bootstrap", ref(ours, captfv1.KindMachine, "m0")}},
 			[]reconcile.Request{req("m0")}},
-		{"a pool of another API group", contract.KindMachinePool,
-			[]bootstrapConsumer{{"workers-bootstrap", ref("infrastructure.example.com", contract.KindMachinePool, "workers")}},
+		{"a pool of another API group", captfv1.KindMachinePool,
+			[]bootstrapConsumer{{"workers-bootstrap", ref("infrastructure.example.com", captfv1.KindMachinePool, "workers")}},
 			nil},
-		{"another provider's kind", contract.KindMachinePool,
-			[]bootstrapConsumer{{"workers-bootstrap", ref(ours, "AWSMachinePool", "workers")}, {"workers-bootstrap", ref(ours, contract.KindMachine, "workers")}},
+		{"another provider's kind", captfv1.KindMachinePool,
+			[]bootstrapConsumer{{"workers-bootstrap", ref(ours, "AWSMachinePool", "workers")}, {"workers-bootstrap", ref(ours, captfv1.KindMachine, "workers")}},
 			nil},
-		{"another Secret", contract.KindMachinePool,
-			[]bootstrapConsumer{{"old-bootstrap", ref(ours, contract.KindMachinePool, "workers")}},
+		{"another Secret", captfv1.KindMachinePool,
+			[]bootstrapConsumer{{"old-bootstrap", ref(ours, captfv1.KindMachinePool, "workers")}},
 			nil},
-		{"no bootstrap Secret yet", contract.KindMachinePool,
-			[]bootstrapConsumer{{"", ref(ours, contract.KindMachinePool, "workers")}},
+		{"no bootstrap Secret yet", captfv1.KindMachinePool,
+			[]bootstrapConsumer{{"", ref(ours, captfv1.KindMachinePool, "workers")}},
 			nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/testenv"
 )
 
@@ -68,7 +67,7 @@ func TestRotatedBootstrapReachesThePool(t *testing.T) {
 func jobsOfOperation(t *testing.T, ns, name string, op captfv1.Operation) []string {
 	t.Helper()
 	var names []string
-	for _, j := range jobsOf(t, ns, contract.KindMachinePool, name) {
+	for _, j := range jobsOf(t, ns, captfv1.KindMachinePool, name) {
 		if j.Labels[captfv1.OperationLabel] == string(op) {
 			names = append(names, j.Name)
 		}

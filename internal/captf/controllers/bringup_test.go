@@ -88,7 +88,7 @@ func TestBringUpAndTearDown(t *testing.T) {
 
 	// One apply per object: the bring-up starts no needless Jobs.
 	applies := 0
-	for _, kind := range []string{contract.KindCluster, contract.KindMachine, contract.KindMachinePool} {
+	for _, kind := range []string{captfv1.KindCluster, captfv1.KindMachine, captfv1.KindMachinePool} {
 		for _, name := range []string{"prod", "m0", "m1", "m2", "workers"} {
 			for _, j := range jobsOf(t, ns, kind, name) {
 				if j.Labels[captfv1.OperationLabel] == string(captfv1.OperationApply) {
@@ -120,7 +120,7 @@ func TestBringUpAndTearDown(t *testing.T) {
 	gone(t, tc, 3*time.Minute)
 
 	for _, o := range []struct{ kind, name string }{
-		{contract.KindCluster, "prod"}, {contract.KindMachine, "m0"}, {contract.KindMachinePool, "workers"},
+		{captfv1.KindCluster, "prod"}, {captfv1.KindMachine, "m0"}, {captfv1.KindMachinePool, "workers"},
 	} {
 		_, err := state.Read(ctx, env.Client, ns, contract.StateSuffix(ns, o.kind, o.name))
 		g.Expect(state.Reason(err)).To(Equal(captfv1.StateNotFoundReason), "%s %s left state behind", o.kind, o.name)

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 )
 
 // watchConcurrency records the most Jobs seen running at once in a namespace until the test
@@ -76,7 +75,7 @@ func TestJobCaps(t *testing.T) {
 	}, time.Minute, 10*time.Millisecond).Should(BeTrue(), "the refused object settles")
 	g.Expect(describe(m3)).To(ContainSubstring("no-jobs"), "still refused by the quota")
 	never(t, 4*time.Second, "a Job ran despite the quota, or the refusal rewrote the object", func() bool {
-		return len(jobsOf(t, ns, contract.KindMachine, "m3")) > 0 ||
+		return len(jobsOf(t, ns, captfv1.KindMachine, "m3")) > 0 ||
 			env.Client.Get(ctx, client.ObjectKeyFromObject(m3), m3) != nil || m3.ResourceVersion != version
 	})
 }

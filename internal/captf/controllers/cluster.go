@@ -121,7 +121,7 @@ func (clusterKind) dependents(ctx context.Context, e *engine, p *pass[*captfv1.T
 // Every machine and pool of the cluster reads them: the state cache decodes and maps them once
 // per state serial.
 func readClusterOutputs(ctx context.Context, e *engine, tc *captfv1.TerraformCluster) (*outputs.Result, error) {
-	suffix := contract.StateSuffix(tc.Namespace, contract.KindCluster, tc.Name)
+	suffix := contract.StateSuffix(tc.Namespace, captfv1.KindCluster, tc.Name)
 	snap, _, err := e.states.read(ctx, e.client, e.reader, tc.Namespace, suffix)
 	if state.Reason(err) != "" {
 		return nil, nil

@@ -24,7 +24,6 @@ import (
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/capi"
-	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/leases"
 )
 
@@ -68,21 +67,22 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	// it labels, never their data: any module can write Secrets with the managed label, as many
 	// and as large as its namespace allows. State data is fetched live when the metadata says
 	// a state changed (stateCache); other Secrets are read live when needed.
-	owned := func(kind string, obj client.Object) func(b *builder.Builder) *builder.Builder {
+	owned := func(k captfv1.KindInfo) func(b *builder.Builder) *builder.Builder {
 		return func(b *builder.Builder) *builder.Builder {
 			// A copy destroying elsewhere (nsdelete.go) brings back the object it destroys for.
 			return b.Owns(&batchv1.Job{}).Owns(&captfv1.TerraformPlan{}).
-				WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(stateOwner(kind))).
-				Watches(obj, handler.EnqueueRequestsFromMapFunc(toOriginal(kind, opts.Engine.DestroyNamespacePrefix)))
+				WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(stateOwner(k.Kind))).
+				Watches(k.New(), handler.EnqueueRequestsFromMapFunc(toOriginal(k.Kind, opts.Engine.DestroyNamespacePrefix)))
 		}
 	}
+	cluster, machine, pool := kindInfo(captfv1.KindCluster), kindInfo(captfv1.KindMachine), kindInfo(captfv1.KindMachinePool)
 	// Machines and pools wait for their TerraformCluster: its provisioning (and new exports)
 	// must bring them back.
-	fromCluster := func(kind string, obj client.Object, list func() client.ObjectList) func(*builder.Builder) *builder.Builder {
+	fromCluster := func(k captfv1.KindInfo) func(*builder.Builder) *builder.Builder {
 		return func(b *builder.Builder) *builder.Builder {
-			return owned(kind, obj)(b).Watches(&captfv1.TerraformCluster{}, handler.EnqueueRequestsFromMapFunc(
+			return owned(k)(b).Watches(&captfv1.TerraformCluster{}, handler.EnqueueRequestsFromMapFunc(
 				func(ctx context.Context, o client.Object) []reconcile.Request {
-					return objectsOfCluster(ctx, e.client, o, list())
+					return objectsOfCluster(ctx, e.client, o, k.NewList())
 				}))
 		}
 	}
@@ -96,8 +96,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	withVariables := func(list func() client.ObjectList, spec workspaceOf, extra func(*builder.Builder) *builder.Builder) func(*builder.Builder) *builder.Builder {
-		return func(b *builder.Builder) *builder.Builder { return watchVariables(vc, e.client, list, spec)(extra(b)) }
+	setup := func(k captfv1.KindInfo, r setupper, concurrency int, extra func(*builder.Builder) *builder.Builder) error {
+		return r.SetupWithManager(ctx, mgr, capi.SetupOptions{WatchFilter: opts.WatchFilter, Concurrency: concurrency,
+			Extra: func(b *builder.Builder) *builder.Builder { return watchVariables(vc, e.client, k.NewList)(extra(b)) }})
 	}
 	// A deleting TerraformCluster waits for its machines and pools: each one gone (or starting
 	// to go) brings it back at once, rather than at its next requeue.
@@ -105,51 +106,48 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return clustersOf(ctx, e.client, o)
 	})
 	dependents := func(b *builder.Builder) *builder.Builder {
-		return owned(contract.KindCluster, &captfv1.TerraformCluster{})(b).
+		return owned(cluster)(b).
 			Watches(&captfv1.TerraformMachine{}, toCluster, builder.WithPredicates(leaving)).
 			Watches(&captfv1.TerraformMachinePool{}, toCluster, builder.WithPredicates(leaving))
 	}
 	if err := (&namespaces{reader: e.reader, client: e.client, prefix: opts.Engine.DestroyNamespacePrefix, source: opts.Namespace}).setup(mgr); err != nil {
 		return err
 	}
-	if err := (&capi.Reconciler[*captfv1.TerraformCluster, *pass[*captfv1.TerraformCluster]]{
-		Client: e.client, Role: capi.InfraCluster, Finalizer: clusterKind{}.finalizer(),
-		New:             func() *captfv1.TerraformCluster { return &captfv1.TerraformCluster{} },
-		NewList:         func() client.ObjectList { return &captfv1.TerraformClusterList{} },
-		Provider:        &provider[*captfv1.TerraformCluster]{engine: e, kind: clusterKind{}},
-		OwnedConditions: ownedConditions,
-	}).SetupWithManager(ctx, mgr, capi.SetupOptions{
-		WatchFilter: opts.WatchFilter, Concurrency: opts.ClusterConcurrency,
-		Extra: withVariables(func() client.ObjectList { return &captfv1.TerraformClusterList{} }, specOf(kind[*captfv1.TerraformCluster](clusterKind{})), dependents),
-	}); err != nil {
+	if err := setup(cluster, reconcilerOf(e, cluster, capi.InfraCluster, kind[*captfv1.TerraformCluster](clusterKind{})),
+		opts.ClusterConcurrency, dependents); err != nil {
 		return err
 	}
-	if err := (&capi.Reconciler[*captfv1.TerraformMachine, *pass[*captfv1.TerraformMachine]]{
-		Client: e.client, Role: capi.InfraMachine, Finalizer: machineKind{}.finalizer(),
-		New:             func() *captfv1.TerraformMachine { return &captfv1.TerraformMachine{} },
-		NewList:         func() client.ObjectList { return &captfv1.TerraformMachineList{} },
-		Provider:        &provider[*captfv1.TerraformMachine]{engine: e, kind: machineKind{}},
-		OwnedConditions: ownedConditions,
-	}).SetupWithManager(ctx, mgr, capi.SetupOptions{
-		WatchFilter: opts.WatchFilter, Concurrency: opts.MachineConcurrency,
-		Extra: withVariables(func() client.ObjectList { return &captfv1.TerraformMachineList{} }, specOf(kind[*captfv1.TerraformMachine](machineKind{})),
-			chain(fromCluster(contract.KindMachine, &captfv1.TerraformMachine{}, func() client.ObjectList { return &captfv1.TerraformMachineList{} }),
-				watchBootstrap(bc, e.client, contract.KindMachine, machineConsumers))),
-	}); err != nil {
+	if err := setup(machine, reconcilerOf(e, machine, capi.InfraMachine, kind[*captfv1.TerraformMachine](machineKind{})),
+		opts.MachineConcurrency, chain(fromCluster(machine), watchBootstrap(bc, e.client, machine.Kind, machineConsumers))); err != nil {
 		return err
 	}
-	return (&capi.Reconciler[*captfv1.TerraformMachinePool, *pass[*captfv1.TerraformMachinePool]]{
-		Client: e.client, Role: capi.InfraMachinePool, Finalizer: machinePoolKind{}.finalizer(),
-		New:             func() *captfv1.TerraformMachinePool { return &captfv1.TerraformMachinePool{} },
-		NewList:         func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} },
-		Provider:        &provider[*captfv1.TerraformMachinePool]{engine: e, kind: machinePoolKind{}},
+	return setup(pool, reconcilerOf(e, pool, capi.InfraMachinePool, kind[*captfv1.TerraformMachinePool](machinePoolKind{})),
+		opts.MachinePoolConcurrency, chain(fromCluster(pool), watchBootstrap(bc, e.client, pool.Kind, poolConsumers), watchPoolMachines(e.client)))
+}
+
+// setupper is a reconciler of one kind, ready to be set up with the manager.
+type setupper interface {
+	SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts capi.SetupOptions) error
+}
+
+// reconcilerOf is the shared CAPI plumbing (internal/capi) over the engine for one kind.
+func reconcilerOf[T capi.Object](e *engine, info captfv1.KindInfo, role capi.Role, k kind[T]) *capi.Reconciler[T, *pass[T]] {
+	return &capi.Reconciler[T, *pass[T]]{
+		Client: e.client, Role: role, Finalizer: k.finalizer(),
+		New:             func() T { return info.New().(T) },
+		NewList:         func() client.ObjectList { return info.NewList() },
+		Provider:        &provider[T]{engine: e, kind: k},
 		OwnedConditions: ownedConditions,
-	}).SetupWithManager(ctx, mgr, capi.SetupOptions{
-		WatchFilter: opts.WatchFilter, Concurrency: opts.MachinePoolConcurrency,
-		Extra: withVariables(func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} }, specOf(kind[*captfv1.TerraformMachinePool](machinePoolKind{})),
-			chain(fromCluster(contract.KindMachinePool, &captfv1.TerraformMachinePool{}, func() client.ObjectList { return &captfv1.TerraformMachinePoolList{} }),
-				watchBootstrap(bc, e.client, contract.KindMachinePool, poolConsumers), watchPoolMachines(e.client))),
-	})
+	}
+}
+
+// kindInfo is the registry's entry of one of the three kinds.
+func kindInfo(kind string) captfv1.KindInfo {
+	k, ok := captfv1.LookupKind(kind)
+	if !ok {
+		panic("controllers: " + kind + " is not in captfv1.Kinds")
+	}
+	return k
 }
 
 // chain applies builder extensions in order.

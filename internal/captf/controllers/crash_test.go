@@ -90,7 +90,7 @@ func TestRunSecretBeforeJob(t *testing.T) {
 		return len(o.Finalizers) > 0 && o.Status.StateSecretSuffix != ""
 	})
 	never(t, 5*time.Second, "a Job without its run Secret", func() bool {
-		return len(jobsOf(t, ns, contract.KindCluster, "c1")) > 0
+		return len(jobsOf(t, ns, captfv1.KindCluster, "c1")) > 0
 	})
 	owner, err := jobs.OwnerOf(tc, "c1")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -103,8 +103,8 @@ func TestRunSecretBeforeJob(t *testing.T) {
 
 	lift()
 	annotate(t, tc, "capx.test/touch", ptr.To("1"))
-	g.Eventually(func() int { return len(jobsOf(t, ns, contract.KindCluster, "c1")) }, time.Minute, 200*time.Millisecond).Should(Equal(1))
-	job := jobsOf(t, ns, contract.KindCluster, "c1")[0]
+	g.Eventually(func() int { return len(jobsOf(t, ns, captfv1.KindCluster, "c1")) }, time.Minute, 200*time.Millisecond).Should(Equal(1))
+	job := jobsOf(t, ns, captfv1.KindCluster, "c1")[0]
 	run := &corev1.Secret{}
 	g.Eventually(func() []metav1.OwnerReference {
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.RunSecretName(job.Name)}, run); err != nil {

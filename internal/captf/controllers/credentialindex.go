@@ -27,7 +27,7 @@ func indexCredentials(ctx context.Context, mgr ctrl.Manager) error {
 // a Secret its own spec names that its TerraformCluster does not already cover. So the decision,
 // which lists the namespace's Pods, runs once per cluster reconcile rather than once per machine.
 func credentialsToLabel(owner string, spec *captfv1.WorkspaceSpec, object client.Object, tc *captfv1.TerraformCluster) []string {
-	if owner == contractKindCluster {
+	if owner == captfv1.KindCluster {
 		if c, ok := object.(*captfv1.TerraformCluster); ok {
 			return movelabel.CredentialsNamed(c)
 		}

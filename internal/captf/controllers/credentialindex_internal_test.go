@@ -30,7 +30,7 @@ func TestCredentialsToLabel(t *testing.T) {
 		tc     *captfv1.TerraformCluster
 		want   []string
 	}{
-		{"a cluster decides for its own and its members' default credentials", contractKindCluster, &cluster.Spec.WorkspaceSpec, cluster, nil, []string{"cloud", "members"}},
+		{"a cluster decides for its own and its members' default credentials", captfv1.KindCluster, &cluster.Spec.WorkspaceSpec, cluster, nil, []string{"cloud", "members"}},
 		{"a machine on its cluster's defaults leaves it to the cluster", "TerraformMachine", own(""), &captfv1.TerraformMachine{}, cluster, nil},
 		{"a machine naming its cluster's own Secret leaves it to the cluster", "TerraformMachine", own("cloud"), &captfv1.TerraformMachine{}, cluster, nil},
 		{"a machine naming the members' default leaves it to the cluster", "TerraformMachine", own("members"), &captfv1.TerraformMachine{}, cluster, nil},

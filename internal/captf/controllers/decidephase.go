@@ -14,7 +14,6 @@ import (
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/capi"
-	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/decide"
 	"github.com/capx-io/capx/internal/captf/jobs"
 	"github.com/capx-io/capx/internal/captf/leases"
@@ -151,7 +150,7 @@ func (r *provider[T]) checkStart(ctx context.Context, p *pass[T]) error {
 	if err != nil {
 		return err
 	}
-	s.Leases = decide.Leases{Gate: gate, Cluster: p.owner.Kind == contract.KindCluster,
+	s.Leases = decide.Leases{Gate: gate, Cluster: p.owner.Kind == captfv1.KindCluster,
 		RunHeld: obs.Run != nil, ClusterHeld: obs.Cluster != nil, MembersBusy: obs.Members != nil}
 	p.input.Start = s
 	r.ask(ctx, p)

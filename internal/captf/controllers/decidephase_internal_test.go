@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/jobs"
 	"github.com/capx-io/capx/internal/captf/savedplan"
 	"github.com/capx-io/capx/internal/scheme"
@@ -67,7 +66,7 @@ func TestRecordApproval(t *testing.T) {
 // and never be recorded). From the same observations the number is the same, so a pass that
 // crashed after creating a Job it cannot see yet names that Job again.
 func TestNextAttemptAfterAMove(t *testing.T) {
-	o := jobs.Owner{Kind: contract.KindMachinePool, Namespace: "ns", Name: "workers", UID: "uid-2"}
+	o := jobs.Owner{Kind: captfv1.KindMachinePool, Namespace: "ns", Name: "workers", UID: "uid-2"}
 	const hash = "h2:a"
 	planOf := func(op captfv1.Operation, attempt int) string {
 		return savedplan.PlanName(o.Name, jobs.Name(o.Kind, o.Name, string(op), attempt, hash))

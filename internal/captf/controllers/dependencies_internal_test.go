@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/inputs"
 	"github.com/capx-io/capx/internal/captf/jobs"
 )
@@ -25,8 +24,8 @@ func TestClusterNotTerraform(t *testing.T) {
 		return c
 	}
 	foreign := cluster("infrastructure.example.com", "OtherCluster")
-	terraform := cluster(captfv1.GroupVersion.Group, contract.KindCluster)
-	lookalike := cluster("infrastructure.example.com", contract.KindCluster)
+	terraform := cluster(captfv1.GroupVersion.Group, captfv1.KindCluster)
+	lookalike := cluster("infrastructure.example.com", captfv1.KindCluster)
 
 	for _, tc := range []struct {
 		name    string
@@ -43,7 +42,7 @@ func TestClusterNotTerraform(t *testing.T) {
 			m := &captfv1.TerraformMachine{}
 			p := &pass[*captfv1.TerraformMachine]{
 				scope:  &reconcileScope[*captfv1.TerraformMachine]{Object: m, Cluster: tc.cluster},
-				owner:  jobs.Owner{Kind: contract.KindMachine, Name: "m0"},
+				owner:  jobs.Owner{Kind: captfv1.KindMachine, Name: "m0"},
 				status: &m.Status.WorkspaceStatus, init: &m.Status.Initialization,
 				rendered: &inputs.Rendered{},
 			}

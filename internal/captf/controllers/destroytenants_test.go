@@ -101,7 +101,7 @@ func TestDestroyNamespacesKeepTenantsApart(t *testing.T) {
 
 	b := tenantCluster(t, nsB, filter, gatedImage, []corev1.EnvVar{{Name: "GATE", Value: gate}})
 	waitFor(t, b, 2*time.Minute, "B provisioned", func(o *captfv1.TerraformCluster) bool { return provisioned(o.Status.Initialization) })
-	victimSuffix := contract.StateSuffix(destB, contract.KindCluster, copyNameOf(b))
+	victimSuffix := contract.StateSuffix(destB, captfv1.KindCluster, copyNameOf(b))
 	a := tenantCluster(t, nsA, filter, hostileImage, []corev1.EnvVar{
 		{Name: "KUBECTL", Value: filepath.Join(env.Root, "bin", "kubectl")},
 		{Name: "VICTIM_NS", Value: destB},
@@ -110,7 +110,7 @@ func TestDestroyNamespacesKeepTenantsApart(t *testing.T) {
 		{Name: "REPORT", Value: report},
 	})
 	waitFor(t, a, 2*time.Minute, "A provisioned", func(o *captfv1.TerraformCluster) bool { return provisioned(o.Status.Initialization) })
-	applied := readState(t, nsB, contract.KindCluster, "c")
+	applied := readState(t, nsB, captfv1.KindCluster, "c")
 	g.Expect(applied.Resources).To(BeNumerically(">", 0))
 
 	// B's namespace goes first: its copy's destroy runs in B's destroy namespace and waits at
@@ -132,7 +132,7 @@ func TestDestroyNamespacesKeepTenantsApart(t *testing.T) {
 		g.Expect(string(lines)).To(MatchRegexp(`(?m)^`+attempt+` [1-9][0-9]* .*[Ff]orbidden`), "A's module must not %s in B's destroy namespace:\n%s", attempt, lines)
 	}
 	own, _ := os.ReadFile(report + ".own")
-	g.Expect(string(own)).To(ContainSubstring("secret/"+contract.StateSecretName(contract.StateSuffix(destA, contract.KindCluster, copyNameOf(a)))),
+	g.Expect(string(own)).To(ContainSubstring("secret/"+contract.StateSecretName(contract.StateSuffix(destA, captfv1.KindCluster, copyNameOf(a)))),
 		"A's module reads its own copy's state (its identity works):\n%s", own)
 	g.Expect(strings.ToLower(string(own))).NotTo(ContainSubstring(copyNameOf(b)), "nothing of B in A's destroy namespace")
 

@@ -85,7 +85,7 @@ func setEndpointHost(value string) func(map[string]any) {
 func TestDrift(t *testing.T) {
 	g := NewWithT(t)
 	ns, kubelet := scenario(t)
-	const kind = contract.KindCluster
+	const kind = captfv1.KindCluster
 	every := func(action captfv1.DriftAction) func(*captfv1.TerraformCluster) {
 		return func(o *captfv1.TerraformCluster) {
 			o.Spec.Drift = &captfv1.DriftPolicy{IntervalSeconds: ptr.To[int32](1), Action: action}

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/jobs"
 	"github.com/capx-io/capx/internal/captf/leases"
 )
@@ -45,7 +44,7 @@ func TestClusterOperationGate(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: leases.ClusterLeaseName(ns, "c1")}, lease)).To(Succeed(),
 		"the waiting cluster holds the cluster lease")
 	holder, ours := jobs.ParseName(ptr.Deref(lease.Spec.HolderIdentity, ""))
-	g.Expect(ours && holder.IsFor(contract.KindCluster, "c1")).To(BeTrue(), "held for the cluster's apply: %v", lease.Spec.HolderIdentity)
+	g.Expect(ours && holder.IsFor(captfv1.KindCluster, "c1")).To(BeTrue(), "held for the cluster's apply: %v", lease.Spec.HolderIdentity)
 
 	m2 := newTerraformMachine(t, ns, "c1", "m2", nil)
 	waitFor(t, m2, time.Minute, "waiting for the cluster", func(o *captfv1.TerraformMachine) bool {
@@ -70,6 +69,6 @@ func watchOverlap(t *testing.T, ns string) func() bool {
 		for _, j := range running {
 			kinds[j.Labels[captfv1.OwnerKindLabel]] = true
 		}
-		return seen || (kinds[contract.KindCluster] && kinds[contract.KindMachine])
+		return seen || (kinds[captfv1.KindCluster] && kinds[captfv1.KindMachine])
 	})
 }

@@ -12,7 +12,6 @@ import (
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/capi"
-	"github.com/capx-io/capx/internal/captf/contract"
 )
 
 // The destructive-plan guard at the controller, for the kinds the runner-level tests cover
@@ -97,7 +96,7 @@ func TestGuardMachine(t *testing.T) {
 	newForeignCluster(t, ns, "c")
 	cm := failsSource(t, ns, "m1-vars")
 	tm := newTerraformMachine(t, ns, "c", "m1", func(o *captfv1.TerraformMachine) { o.Spec.VariablesFrom = fromSource(cm) })
-	checkGuard(t, ns, cm, guarded[*captfv1.TerraformMachine]{kind: contract.KindMachine, obj: tm,
+	checkGuard(t, ns, cm, guarded[*captfv1.TerraformMachine]{kind: captfv1.KindMachine, obj: tm,
 		provisioned: func(o *captfv1.TerraformMachine) bool { return provisioned(o.Status.Initialization) }})
 }
 
@@ -107,6 +106,6 @@ func TestGuardMachinePool(t *testing.T) {
 	newForeignCluster(t, ns, "c")
 	cm := failsSource(t, ns, "workers-vars")
 	_, tmp := newPool(t, ns, "c", "workers", 2, func(o *captfv1.TerraformMachinePool) { o.Spec.VariablesFrom = fromSource(cm) })
-	checkGuard(t, ns, cm, guarded[*captfv1.TerraformMachinePool]{kind: contract.KindMachinePool, obj: tmp,
+	checkGuard(t, ns, cm, guarded[*captfv1.TerraformMachinePool]{kind: captfv1.KindMachinePool, obj: tmp,
 		provisioned: func(o *captfv1.TerraformMachinePool) bool { return provisioned(o.Status.Initialization) }})
 }

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/jobs"
 )
 
@@ -91,7 +90,7 @@ func TestHeldPlanIsNoFailure(t *testing.T) {
 		o := &captfv1.TerraformMachinePool{}
 		list := &batchv1.JobList{}
 		if env.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{
-			captfv1.OwnerKindLabel: contract.KindMachinePool, captfv1.OperationLabel: string(captfv1.OperationRefresh)}) != nil {
+			captfv1.OwnerKindLabel: captfv1.KindMachinePool, captfv1.OperationLabel: string(captfv1.OperationRefresh)}) != nil {
 			return
 		}
 		var running []string
@@ -126,7 +125,7 @@ func TestHeldPlanIsNoFailure(t *testing.T) {
 			o.Status.PendingPlanRef != nil
 	})
 	var held *batchv1.Job
-	for _, j := range jobsOf(t, ns, contract.KindCluster, "c1") {
+	for _, j := range jobsOf(t, ns, captfv1.KindCluster, "c1") {
 		if j.Annotations[captfv1.BookkeptAnnotation] == string(captfv1.RunBlocked) {
 			held = &j
 		}
@@ -151,7 +150,7 @@ func TestHeldPlanIsNoFailure(t *testing.T) {
 	// A refresh of the pool ran and finished meanwhile; the pool was ready all along.
 	g.Eventually(func() int {
 		n := 0
-		for _, j := range jobsOf(t, ns, contract.KindMachinePool, "workers") {
+		for _, j := range jobsOf(t, ns, captfv1.KindMachinePool, "workers") {
 			if j.Labels[captfv1.OperationLabel] == string(captfv1.OperationRefresh) && j.Annotations[captfv1.BookkeptAnnotation] != "" {
 				n++
 			}

@@ -160,5 +160,5 @@ func (e *engine) clusterExports(ctx context.Context, cluster *clusterv1.Cluster,
 
 // isTerraformCluster reports whether a Cluster's infrastructure is a TerraformCluster.
 func isTerraformCluster(ref clusterv1.ContractVersionedObjectReference) bool {
-	return ref.Kind == contract.KindCluster && ref.APIGroup == captfv1.GroupVersion.Group
+	return ref.Kind == captfv1.KindCluster && ref.APIGroup == captfv1.GroupVersion.Group
 }

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/jobs"
 	"github.com/capx-io/capx/internal/captf/runresult"
 )
@@ -349,6 +348,3 @@ func (r *provider[T]) setBlockMove(ctx context.Context, p *pass[T], block bool) 
 	p.blockMove = &block
 	return nil
 }
-
-// contractKindCluster is the TerraformCluster kind name.
-const contractKindCluster = contract.KindCluster

@@ -7,7 +7,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/leases"
 )
 
@@ -29,7 +28,7 @@ func (r *provider[T]) releaseLeases(ctx context.Context, p *pass[T], holder stri
 		return r.leases.Release(ctx, p.owner, holder)
 	}
 	names := []string{leases.RunLeaseName(p.owner)}
-	if p.owner.Kind == contract.KindCluster && p.owner.ClusterName != "" {
+	if p.owner.Kind == captfv1.KindCluster && p.owner.ClusterName != "" {
 		names = append(names, leases.ClusterLeaseName(p.owner.Namespace, p.owner.ClusterName))
 	}
 	for _, name := range names {

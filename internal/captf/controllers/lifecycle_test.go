@@ -70,7 +70,7 @@ func TestClusterLifecycle(t *testing.T) {
 	g.Expect(tc.Spec.ControlPlaneEndpoint.Host).To(Equal("10.0.0.10"))
 	g.Expect(tc.Annotations[captfv1.EndpointSourceAnnotation]).To(Equal("module"))
 	g.Expect(conditions.IsTrue(tc, captfv1.ReadyCondition)).To(BeTrue(), describe(tc))
-	suffix := contract.StateSuffix(ns, contract.KindCluster, "c1")
+	suffix := contract.StateSuffix(ns, captfv1.KindCluster, "c1")
 	snap, err := state.Read(ctx, env.Client, ns, suffix)
 	g.Expect(err).NotTo(HaveOccurred())
 	firstSerial := snap.Serial
@@ -151,7 +151,7 @@ func TestClusterLifecycle(t *testing.T) {
 	_, err = state.Read(ctx, env.Client, ns, suffix)
 	g.Expect(state.Reason(err)).To(Equal(captfv1.StateNotFoundReason), "the state Secrets are cleaned up")
 	ops := map[string]int{}
-	for _, j := range jobsOf(t, ns, contract.KindCluster, "c1") {
+	for _, j := range jobsOf(t, ns, captfv1.KindCluster, "c1") {
 		ops[j.Labels[captfv1.OperationLabel]]++
 	}
 	t.Logf("Jobs left: %v", ops)

@@ -82,7 +82,7 @@ func lockHolder(t *testing.T, ns, kind, name string) string {
 func TestStaleLock(t *testing.T) {
 	g := NewWithT(t)
 	ns, _ := scenario(t)
-	const kind = contract.KindCluster
+	const kind = captfv1.KindCluster
 
 	tc := newTerraformCluster(t, ns, "c1", nil)
 	waitFor(t, tc, 2*time.Minute, "provisioned", func(o *captfv1.TerraformCluster) bool {

@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/inputs"
 	"github.com/capx-io/capx/internal/captf/jobs"
 )
@@ -19,7 +18,7 @@ import (
 func poolInputs(t *testing.T, exports string) *inputs.Rendered {
 	t.Helper()
 	r, err := inputs.Render(inputs.Source{
-		Owner:          jobs.Owner{Kind: contract.KindMachinePool, Namespace: "ns", Name: "workers", UID: "u1", ClusterName: "c"},
+		Owner:          jobs.Owner{Kind: captfv1.KindMachinePool, Namespace: "ns", Name: "workers", UID: "u1", ClusterName: "c"},
 		MachinePool:    &inputs.MachinePoolInputs{MachinePoolName: "workers", Replicas: 2, BootstrapData: []byte("x"), BootstrapFormat: "cloud-config"},
 		ClusterOutputs: json.RawMessage(exports),
 	})

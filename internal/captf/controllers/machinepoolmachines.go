@@ -289,7 +289,7 @@ func (e *engine) ensurePoolMachine(ctx context.Context, pool *captfv1.TerraformM
 				clusterv1.ClusterNameLabel: mp.Spec.ClusterName, clusterv1.MachinePoolNameLabel: format.MustFormatValue(mp.Name),
 			},
 			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: captfv1.GroupVersion.String(), Kind: "TerraformMachinePool", Name: pool.Name, UID: pool.UID,
+				APIVersion: captfv1.GroupVersion.String(), Kind: captfv1.KindMachinePool, Name: pool.Name, UID: pool.UID,
 			}},
 			Finalizers: []string{captfv1.TerraformMachinePoolMachineFinalizer},
 		}, Spec: want.Spec}
@@ -345,7 +345,7 @@ func watchPoolMachines(c client.Client) func(*builder.Builder) *builder.Builder 
 // poolOf maps an infrastructure machine to the TerraformMachinePool that owns it.
 func poolOf(o client.Object) []reconcile.Request {
 	for _, r := range o.GetOwnerReferences() {
-		if r.Kind == "TerraformMachinePool" && strings.HasPrefix(r.APIVersion, captfv1.GroupVersion.Group+"/") {
+		if r.Kind == captfv1.KindMachinePool && strings.HasPrefix(r.APIVersion, captfv1.GroupVersion.Group+"/") {
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: r.Name}}}
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 )
 
 // countJobsNamed counts the Jobs of the namespace with the name (0 or 1).
@@ -77,7 +76,7 @@ func newPendingChange(t *testing.T, ns string) *captfv1.TerraformCluster {
 func TestManualApplyPolicy(t *testing.T) {
 	g := NewWithT(t)
 	ns, _ := scenario(t)
-	const kind = contract.KindCluster
+	const kind = captfv1.KindCluster
 	settings := map[string]any{"failure_domains": []string{"fd-a", "fd-b"}}
 
 	tc := newManualCluster(t, ns, settings)

@@ -47,9 +47,9 @@ const destroyNamespaceRecheck = 30 * time.Second
 
 // copyKinds are the kinds a destroy namespace holds copies of, and their finalizers.
 var copyKinds = []struct{ kind, finalizer string }{
-	{contract.KindCluster, clusterKind{}.finalizer()},
-	{contract.KindMachine, machineKind{}.finalizer()},
-	{contract.KindMachinePool, machinePoolKind{}.finalizer()},
+	{captfv1.KindCluster, clusterKind{}.finalizer()},
+	{captfv1.KindMachine, machineKind{}.finalizer()},
+	{captfv1.KindMachinePool, machinePoolKind{}.finalizer()},
 }
 
 func (d *namespaces) setup(mgr ctrl.Manager) error {

@@ -504,13 +504,8 @@ func toOriginal(kind, prefix string) func(context.Context, client.Object) []reco
 
 // kubectlResource is the resource name kubectl takes for a CAPTF kind.
 func kubectlResource(kind string) string {
-	switch kind {
-	case contract.KindCluster:
-		return "terraformcluster"
-	case contract.KindMachine:
-		return "terraformmachine"
-	}
-	return "terraformmachinepool"
+	k, _ := captfv1.LookupKind(kind)
+	return k.Resource
 }
 
 // The copies that destroy elsewhere are created and deleted by the manager.

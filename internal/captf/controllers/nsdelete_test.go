@@ -46,7 +46,7 @@ func TestNamespaceDeletionHoldsInfrastructure(t *testing.T) {
 	})
 	owner, err := jobs.OwnerOf(tc, "c")
 	g.Expect(err).NotTo(HaveOccurred())
-	applied := readState(t, ns, contract.KindCluster, "c")
+	applied := readState(t, ns, captfv1.KindCluster, "c")
 	g.Expect(applied.Resources).To(BeNumerically(">", 0))
 
 	// The namespace controller deletes what it may (the Cluster) and is refused the state.
@@ -84,7 +84,7 @@ func TestNamespaceDeletionHoldsInfrastructure(t *testing.T) {
 	never(t, 3*time.Second, "the finalizer went with the infrastructure", func() bool {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(tc), &captfv1.TerraformCluster{}))
 	})
-	g.Expect(readState(t, ns, contract.KindCluster, "c").Digest).To(Equal(applied.Digest), "the state is kept, nothing destroyed")
+	g.Expect(readState(t, ns, captfv1.KindCluster, "c").Digest).To(Equal(applied.Digest), "the state is kept, nothing destroyed")
 	in := &corev1.Secret{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: inputs.SecretName(owner)}, in)).To(Succeed())
 	g.Expect(in.Annotations).To(HaveKeyWithValue(captfv1.AppliedAnnotation, "true"), "the applied marker is kept")
@@ -164,7 +164,7 @@ func TestNamespaceDeletionDestroysElsewhere(t *testing.T) {
 	// A machine of the cluster, with the cluster's credentials: it is destroyed first.
 	tm := newTerraformMachine(t, ns, "c", "m1", nil)
 	waitFor(t, tm, 2*time.Minute, "the machine provisioned", func(o *captfv1.TerraformMachine) bool { return provisioned(o.Status.Initialization) })
-	applied := readState(t, ns, contract.KindCluster, "c")
+	applied := readState(t, ns, captfv1.KindCluster, "c")
 	g.Expect(applied.Resources).To(BeNumerically(">", 0))
 	for _, o := range []client.Object{creds, pull, vault, region} {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(o), o)).To(Succeed())
@@ -186,7 +186,7 @@ func TestNamespaceDeletionDestroysElsewhere(t *testing.T) {
 		list := &batchv1.JobList{}
 		_ = env.Client.List(ctx, list, client.InNamespace(dest))
 		for _, j := range list.Items {
-			if j.Labels[captfv1.OperationLabel] == string(captfv1.OperationDestroy) && j.Labels[captfv1.OwnerKindLabel] == contract.KindCluster {
+			if j.Labels[captfv1.OperationLabel] == string(captfv1.OperationDestroy) && j.Labels[captfv1.OwnerKindLabel] == captfv1.KindCluster {
 				job = j
 				return true
 			}

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/offsite"
 	"github.com/capx-io/capx/internal/captf/offsite/offsitetest"
 )
@@ -68,8 +67,8 @@ func TestOffsiteCopyRetried(t *testing.T) {
 		return copied.Offsite != "" && conditions.IsTrue(o, captfv1.OffsiteBackupsCurrentCondition)
 	})
 	g.Expect(conditions.Get(tc, captfv1.OffsiteBackupsCurrentCondition).Reason).To(Equal(captfv1.OffsiteBackupsCopiedReason))
-	snap := readState(t, ns, contract.KindCluster, "c1")
-	copies, _, err := srv.Store(t, "mgmt-1").List(context.Background(), offsite.Object{Namespace: ns, Kind: contract.KindCluster, Name: "c1"})
+	snap := readState(t, ns, captfv1.KindCluster, "c1")
+	copies, _, err := srv.Store(t, "mgmt-1").List(context.Background(), offsite.Object{Namespace: ns, Kind: captfv1.KindCluster, Name: "c1"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(copies).NotTo(BeEmpty())
 	c := copies[0]

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 )
 
 // TestPause: pausing the Cluster while a Job runs lets the Job finish and records it
@@ -52,7 +51,7 @@ func TestPause(t *testing.T) {
 	})
 	g.Expect(tm.Status.LastRun.Result).To(Equal(captfv1.RunSucceeded))
 	g.Expect(conditions.IsTrue(tm, clusterv1.PausedCondition)).To(BeTrue())
-	recorded := jobsOf(t, ns, contract.KindMachine, "m1")
+	recorded := jobsOf(t, ns, captfv1.KindMachine, "m1")
 	g.Expect(recorded).To(HaveLen(1))
 	g.Expect(recorded[0].Annotations).To(HaveKeyWithValue(captfv1.BookkeptAnnotation, string(captfv1.RunSucceeded)))
 
@@ -66,7 +65,7 @@ func TestPause(t *testing.T) {
 	g.Expect(conditions.Get(tm, clusterv1.DeletingCondition).Message).To(ContainSubstring("unpaused"))
 	pods := kubelet.Started()
 	never(t, 5*time.Second, "a Job started while paused", func() bool {
-		return kubelet.Started() > pods || len(jobsOf(t, ns, contract.KindMachine, "m1")) > 1
+		return kubelet.Started() > pods || len(jobsOf(t, ns, captfv1.KindMachine, "m1")) > 1
 	})
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tm), tm)).To(Succeed(), "the paused object stays")
 

@@ -77,7 +77,7 @@ func TestNoWaitOnAJobThatWasNeverCreated(t *testing.T) {
 		}
 	})
 
-	applies := countJobs(t, ns, contract.KindMachinePool, "workers", captfv1.OperationApply)
+	applies := countJobs(t, ns, captfv1.KindMachinePool, "workers", captfv1.OperationApply)
 	update(t, tmp, func(o *captfv1.TerraformMachinePool) {
 		o.Spec.Variables = vars(map[string]any{"health_state": "degraded"})
 	})
@@ -85,7 +85,7 @@ func TestNoWaitOnAJobThatWasNeverCreated(t *testing.T) {
 		return o.Status.Health != nil && o.Status.Health.State == "degraded" && o.Status.ActiveJob == nil
 	})
 	stop()
-	g.Expect(countJobs(t, ns, contract.KindMachinePool, "workers", captfv1.OperationApply)).To(Equal(applies + 1))
+	g.Expect(countJobs(t, ns, captfv1.KindMachinePool, "workers", captfv1.OperationApply)).To(Equal(applies + 1))
 	mu.Lock()
 	defer mu.Unlock()
 	g.Expect(waits).To(BeEmpty(), "the pool waited on Job %s, which was never created", phantom)

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 )
 
 // TestPlanFailureIsReported (issue 25): under applyPolicy Manual a change is planned first. A
@@ -48,10 +47,10 @@ func TestPlanFailureIsReported(t *testing.T) {
 	})
 	g.Expect(conditions.Get(tc, captfv1.ApplyJobSucceededCondition).Message).To(And(
 		ContainSubstring("Invalid value for variable"), ContainSubstring("retrying in")))
-	plans := countJobs(t, ns, contract.KindCluster, "c1", captfv1.OperationPlan)
+	plans := countJobs(t, ns, captfv1.KindCluster, "c1", captfv1.OperationPlan)
 	g.Expect(plans).To(Equal(1))
 	never(t, 5*time.Second, "a failed plan planned again at once", func() bool {
-		return countJobs(t, ns, contract.KindCluster, "c1", captfv1.OperationPlan) != plans
+		return countJobs(t, ns, captfv1.KindCluster, "c1", captfv1.OperationPlan) != plans
 	})
 	stop()
 	mu.Lock()

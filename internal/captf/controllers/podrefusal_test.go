@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/jobs"
 )
 
@@ -36,7 +35,7 @@ func TestPodRefusalQuota(t *testing.T) {
 		return hasCondition(o, captfv1.ApplyJobSucceededCondition, metav1.ConditionFalse, captfv1.PodQuotaExceededReason)
 	})
 	g.Expect(conditions.GetMessage(tm, captfv1.ApplyJobSucceededCondition)).To(ContainSubstring("no-pods"))
-	never(t, 3*time.Second, "a Job was created", func() bool { return len(jobsOf(t, ns, contract.KindMachine, "m1")) > 0 })
+	never(t, 3*time.Second, "a Job was created", func() bool { return len(jobsOf(t, ns, captfv1.KindMachine, "m1")) > 0 })
 }
 
 // TestPodRefusalPodSecurity: the Job's Pods meet the restricted Pod Security profile, so a
@@ -126,7 +125,7 @@ func TestPodRefusalRunningJob(t *testing.T) {
 	})
 	msg := conditions.GetMessage(tm, captfv1.ApplyJobSucceededCondition)
 	g.Expect(msg).To(ContainSubstring("this namespace admits no Pods of Jobs"))
-	list := jobsOf(t, ns, contract.KindMachine, "m1")
+	list := jobsOf(t, ns, captfv1.KindMachine, "m1")
 	g.Expect(list).To(HaveLen(1))
 	g.Expect(jobs.Classify(&list[0])).To(Equal(jobs.PhaseActive), "the Job runs, without a Pod")
 	g.Expect(msg).To(ContainSubstring("Job " + list[0].Name + " has no Pod"))

@@ -61,7 +61,7 @@ func scalePool(t *testing.T, mp *clusterv1.MachinePool, replicas int32) {
 func exportsRecord(t *testing.T, ns, pool string) (status string, kept, rendered map[string]any) {
 	t.Helper()
 	s := &corev1.Secret{}
-	o := jobs.Owner{Kind: contract.KindMachinePool, Namespace: ns, Name: pool}
+	o := jobs.Owner{Kind: captfv1.KindMachinePool, Namespace: ns, Name: pool}
 	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: inputs.SecretName(o)}, s); err != nil {
 		t.Fatalf("read the durable inputs of %s: %v", pool, err)
 	}
@@ -169,9 +169,9 @@ func TestPoolExportsHeld(t *testing.T) {
 
 	// A membership refresh runs while the plan waits: it finds nothing to record and writes no
 	// state, so the serial the plan is bound to stays and the plan stays approvable.
-	serial := readState(t, ns, contract.KindMachinePool, "workers").Serial
+	serial := readState(t, ns, captfv1.KindMachinePool, "workers").Serial
 	refreshedAfter(t, ns, "workers", plan.CreationTimestamp.Time)
-	g.Expect(readState(t, ns, contract.KindMachinePool, "workers").Serial).To(Equal(serial), "the refresh wrote the state")
+	g.Expect(readState(t, ns, captfv1.KindMachinePool, "workers").Serial).To(Equal(serial), "the refresh wrote the state")
 
 	// Approved, the new plan applies: the attachment is replaced and the exports are current.
 	approve(t, plan, "alice")
@@ -207,8 +207,8 @@ func TestPoolExportsHeld(t *testing.T) {
 		return exportsHeld(o) && o.Status.PendingPlanRef != nil && provisioned(o.Status.Initialization) && o.Status.Replicas == 3
 	})
 	never(t, 5*time.Second, "an apply or plan ran after the move", func() bool {
-		return countJobs(t, ns, contract.KindMachinePool, "workers", captfv1.OperationApply)+
-			countJobs(t, ns, contract.KindMachinePool, "workers", captfv1.OperationPlan) > 0
+		return countJobs(t, ns, captfv1.KindMachinePool, "workers", captfv1.OperationApply)+
+			countJobs(t, ns, captfv1.KindMachinePool, "workers", captfv1.OperationPlan) > 0
 	})
 	g.Expect(moved.Status.PendingPlanRef.Name).To(Equal(plan.Name))
 	g.Expect(pendingPlan(t, ns, "workers").Name).To(Equal(plan.Name))
@@ -218,14 +218,14 @@ func TestPoolExportsHeld(t *testing.T) {
 	// approved apply plans again and applies nothing. Its Job is the first apply of these inputs
 	// the moved pool can see, like the one that made the moved plan: its plan still waits under
 	// a name of its own, and applies once approved.
-	movedOn := moveStateOn(t, ns, contract.KindMachinePool, "workers")
+	movedOn := moveStateOn(t, ns, captfv1.KindMachinePool, "workers")
 	approve(t, plan, "alice")
 	waitFor(t, moved, 3*time.Minute, "the moved plan planned again, the new plan held", func(o *captfv1.TerraformMachinePool) bool {
 		return exportsHeld(o) && o.Status.PendingPlanRef != nil && o.Status.PendingPlanRef.Name != plan.Name && o.Status.ActiveJob == nil
 	})
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(plan), plan)).To(Succeed())
 	g.Expect(plan.Labels[captfv1.PlanPhaseLabel]).To(Equal(string(captfv1.PlanFailed)))
-	g.Expect(readState(t, ns, contract.KindMachinePool, "workers").Serial).To(Equal(movedOn), "nothing applied the moved plan")
+	g.Expect(readState(t, ns, captfv1.KindMachinePool, "workers").Serial).To(Equal(movedOn), "nothing applied the moved plan")
 	plan = pendingPlan(t, ns, "workers")
 	g.Expect(plan).NotTo(BeNil())
 	g.Expect(moved.Status.PendingPlanRef.Name).To(Equal(plan.Name))
@@ -245,7 +245,7 @@ func TestPoolExportsHeld(t *testing.T) {
 func refreshedAfter(t *testing.T, ns, pool string, since time.Time) {
 	t.Helper()
 	NewWithT(t).Eventually(func() bool {
-		for _, j := range jobsOf(t, ns, contract.KindMachinePool, pool) {
+		for _, j := range jobsOf(t, ns, captfv1.KindMachinePool, pool) {
 			if j.Labels[captfv1.OperationLabel] == string(captfv1.OperationRefresh) &&
 				j.Annotations[captfv1.BookkeptAnnotation] == string(captfv1.RunSucceeded) &&
 				j.Status.CompletionTime != nil && j.Status.CompletionTime.After(since) {
@@ -316,7 +316,7 @@ func TestPoolExportsApplyFailed(t *testing.T) {
 	scalePool(t, mp, 2)
 	g.Eventually(func() int {
 		n := 0
-		for _, j := range jobsOf(t, ns, contract.KindMachinePool, "workers") {
+		for _, j := range jobsOf(t, ns, captfv1.KindMachinePool, "workers") {
 			if j.Annotations[captfv1.BookkeptAnnotation] == string(captfv1.RunBlocked) {
 				n++
 			}
@@ -387,7 +387,7 @@ func attachmentID(t *testing.T, ns, pool string) string {
 		} `json:"resources"`
 	}
 	var compressed bytes.Buffer
-	for _, name := range readState(t, ns, contract.KindMachinePool, pool).Chunks {
+	for _, name := range readState(t, ns, captfv1.KindMachinePool, pool).Chunks {
 		chunk := &corev1.Secret{}
 		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, chunk); err != nil {
 			t.Fatal(err)
@@ -425,7 +425,7 @@ func simulateMove(t *testing.T, ns, cluster string, tmp *captfv1.TerraformMachin
 		return conditions.IsTrue(o, clusterv1.PausedCondition)
 	})
 	g.Expect(activeJobs(t, ns)).To(BeEmpty(), "clusterctl move waits for block-move")
-	for _, j := range jobsOf(t, ns, contract.KindMachinePool, tmp.Name) {
+	for _, j := range jobsOf(t, ns, captfv1.KindMachinePool, tmp.Name) {
 		g.Expect(client.IgnoreNotFound(env.Client.Delete(ctx, &j, client.PropagationPolicy(metav1.DeletePropagationBackground)))).To(Succeed())
 	}
 
@@ -508,7 +508,7 @@ func simulateMove(t *testing.T, ns, cluster string, tmp *captfv1.TerraformMachin
 	update(t, tmp, func(o *captfv1.TerraformMachinePool) { o.Finalizers = nil })
 	gone(t, tmp, time.Minute)
 	create(t, moved)
-	ref := metav1.OwnerReference{APIVersion: captfv1.GroupVersion.String(), Kind: contract.KindMachinePool,
+	ref := metav1.OwnerReference{APIVersion: captfv1.GroupVersion.String(), Kind: captfv1.KindMachinePool,
 		Name: moved.Name, UID: moved.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
 	own(poolSecrets, ref)
 	for _, mvp := range plans {

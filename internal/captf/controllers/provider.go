@@ -124,7 +124,7 @@ func (r *provider[T]) newPass(ctx context.Context, s *reconcileScope[T]) (*pass[
 	}
 	p := &pass[T]{scope: s, owner: owner, spec: spec, status: status, init: init}
 	s.Observed = p
-	if owner.Kind != contractKindCluster {
+	if owner.Kind != captfv1.KindCluster {
 		if p.tfCluster, err = r.terraformCluster(ctx, s.Cluster); err != nil {
 			return nil, err
 		}
@@ -148,7 +148,7 @@ func (r *provider[T]) terraformCluster(ctx context.Context, cluster *clusterv1.C
 		return nil, nil
 	}
 	ref := cluster.Spec.InfrastructureRef
-	if ref.Kind != contractKindCluster || ref.APIGroup != captfv1.GroupVersion.Group {
+	if ref.Kind != captfv1.KindCluster || ref.APIGroup != captfv1.GroupVersion.Group {
 		return nil, nil
 	}
 	tc := &captfv1.TerraformCluster{}

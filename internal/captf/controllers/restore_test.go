@@ -78,7 +78,7 @@ func TestRestore(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns, _ := scenario(t)
-	const kind = contract.KindCluster
+	const kind = captfv1.KindCluster
 	suffix := contract.StateSuffix(ns, kind, "c1")
 	restores := func() int { return countJobs(t, ns, kind, "c1", captfv1.OperationRestore) }
 

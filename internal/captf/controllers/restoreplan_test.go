@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 )
 
 // TestRestoreSupersedesPendingPlan: a plan is made against one state; a restore replaces that
@@ -26,7 +25,7 @@ func TestRestoreSupersedesPendingPlan(t *testing.T) {
 	tc := newPendingChange(t, ns)
 	old := &captfv1.TerraformPlan{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: tc.Status.PendingPlanRef.Name}, old)).To(Succeed())
-	serial := readState(t, ns, contract.KindCluster, "c1").Serial
+	serial := readState(t, ns, captfv1.KindCluster, "c1").Serial
 	waitFor(t, tc, time.Minute, "the applied state backed up", func(o *captfv1.TerraformCluster) bool {
 		return backedUp(o, serial)
 	})

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/inputs"
 	"github.com/capx-io/capx/internal/captf/jobs"
 	"github.com/capx-io/capx/internal/captf/state"
@@ -57,7 +56,7 @@ func TestRetain(t *testing.T) {
 	})
 	owner, err := jobs.OwnerOf(tm, "c")
 	g.Expect(err).NotTo(HaveOccurred())
-	applied := readState(t, ns, contract.KindMachine, "m1")
+	applied := readState(t, ns, captfv1.KindMachine, "m1")
 	kinds := func(secrets []corev1.Secret) map[string]int {
 		n := map[string]int{}
 		for _, s := range secrets {
@@ -88,7 +87,7 @@ func TestRetain(t *testing.T) {
 		g.Expect(s.OwnerReferences).To(BeEmpty(), "Secret %s", s.Name)
 		g.Expect(s.Labels).To(HaveKeyWithValue(captfv1.RetainedFromUIDLabel, string(owner.UID)), "Secret %s", s.Name)
 	}
-	g.Expect(readState(t, ns, contract.KindMachine, "m1").Digest).To(Equal(applied.Digest))
+	g.Expect(readState(t, ns, captfv1.KindMachine, "m1").Digest).To(Equal(applied.Digest))
 
 	// A new TerraformMachine of the same name (its Machine still points at that name) holds.
 	pods := kubelet.Started()
@@ -102,7 +101,7 @@ func TestRetain(t *testing.T) {
 	})
 	g.Expect(describe(again)).To(ContainSubstring(string(owner.UID)))
 	never(t, 5*time.Second, "a Job ran over the retained state", func() bool { return kubelet.Started() > pods })
-	g.Expect(readState(t, ns, contract.KindMachine, "m1").Digest).To(Equal(applied.Digest), "the retained state is untouched")
+	g.Expect(readState(t, ns, captfv1.KindMachine, "m1").Digest).To(Equal(applied.Digest), "the retained state is untouched")
 
 	// Told to, the new object adopts it: owner references and no retained-from label on every
 	// Secret, provisioned from the state alone, and still no Job (the machine was applied).
@@ -123,5 +122,5 @@ func TestRetain(t *testing.T) {
 	}, time.Minute, 200*time.Millisecond).Should(Succeed())
 	g.Expect(again.Spec.ProviderID).NotTo(BeEmpty())
 	never(t, 3*time.Second, "a Job ran over the adopted state", func() bool { return kubelet.Started() > pods })
-	g.Expect(readState(t, ns, contract.KindMachine, "m1").Digest).To(Equal(applied.Digest), "the adopted state is untouched")
+	g.Expect(readState(t, ns, captfv1.KindMachine, "m1").Digest).To(Equal(applied.Digest), "the adopted state is untouched")
 }

@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/jobs"
 )
 
@@ -21,13 +20,13 @@ func TestNewModuleVersionRollsOut(t *testing.T) {
 	waitFor(t, tc, 2*time.Minute, "provisioned", func(o *captfv1.TerraformCluster) bool {
 		return provisioned(o.Status.Initialization) && o.Status.ActiveJob == nil
 	})
-	g.Expect(readState(t, ns, contract.KindCluster, "c1").Image).To(Equal(clusterImage), "the state records the image that applied it")
-	applies := countJobs(t, ns, contract.KindCluster, "c1", captfv1.OperationApply)
+	g.Expect(readState(t, ns, captfv1.KindCluster, "c1").Image).To(Equal(clusterImage), "the state records the image that applied it")
+	applies := countJobs(t, ns, captfv1.KindCluster, "c1", captfv1.OperationApply)
 
 	const v2 = "capx.test/modules/cluster:v2"
 	update(t, tc, func(o *captfv1.TerraformCluster) { o.Spec.Source.Image = v2 })
 	imageOf := func(name string) string {
-		for _, j := range jobsOf(t, ns, contract.KindCluster, "c1") {
+		for _, j := range jobsOf(t, ns, captfv1.KindCluster, "c1") {
 			if j.Name == name {
 				return jobs.SourceImage(&j)
 			}
@@ -39,11 +38,11 @@ func TestNewModuleVersionRollsOut(t *testing.T) {
 		return o.Status.ActiveJob == nil && last != nil && last.Operation == captfv1.OperationApply &&
 			last.Result == captfv1.RunSucceeded && imageOf(last.Job) == v2
 	})
-	g.Expect(countJobs(t, ns, contract.KindCluster, "c1", captfv1.OperationApply)).To(Equal(applies + 1))
-	g.Expect(readState(t, ns, contract.KindCluster, "c1").Image).To(Equal(v2))
-	n := countJobs(t, ns, contract.KindCluster, "c1", captfv1.OperationApply)
+	g.Expect(countJobs(t, ns, captfv1.KindCluster, "c1", captfv1.OperationApply)).To(Equal(applies + 1))
+	g.Expect(readState(t, ns, captfv1.KindCluster, "c1").Image).To(Equal(v2))
+	n := countJobs(t, ns, captfv1.KindCluster, "c1", captfv1.OperationApply)
 	never(t, 5*time.Second, "the rollout applied again", func() bool {
-		return countJobs(t, ns, contract.KindCluster, "c1", captfv1.OperationApply) != n
+		return countJobs(t, ns, captfv1.KindCluster, "c1", captfv1.OperationApply) != n
 	})
 
 }

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/planhash"
 	"github.com/capx-io/capx/internal/captf/planview"
 	"github.com/capx-io/capx/internal/captf/savedplan"
@@ -55,7 +54,7 @@ func TestApprovalAppliesTheSavedPlan(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns, _ := scenario(t)
-	const kind = contract.KindCluster
+	const kind = captfv1.KindCluster
 	settings := map[string]any{"failure_domains": []string{"fd-a"}}
 	tc := newManualCluster(t, ns, settings)
 	pending := func(not string) *captfv1.TerraformPlan {
@@ -194,7 +193,7 @@ func TestApprovalRefusedWhenTheStateMovedOn(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns, _ := scenario(t)
-	const kind = contract.KindCluster
+	const kind = captfv1.KindCluster
 	tc := newPendingChange(t, ns)
 	first := &captfv1.TerraformPlan{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: tc.Status.PendingPlanRef.Name}, first)).To(Succeed())

@@ -91,7 +91,7 @@ func TestStateEncryptionWired(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
 	startEncryptingManager(t, ns)
-	const kind = contract.KindCluster
+	const kind = captfv1.KindCluster
 
 	enc := newTerraformCluster(t, ns, "enc", func(tc *captfv1.TerraformCluster) {
 		tc.Spec.StateEncryption = &captfv1.StateEncryption{Mode: captfv1.StateEncryptionEncrypt}

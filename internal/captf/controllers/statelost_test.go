@@ -31,7 +31,7 @@ func TestStateLost(t *testing.T) {
 	pods := kubelet.Started()
 
 	base := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns,
-		Name: contract.StateSecretName(contract.StateSuffix(ns, contract.KindMachine, "m1"))}}
+		Name: contract.StateSecretName(contract.StateSuffix(ns, captfv1.KindMachine, "m1"))}}
 	g.Expect(env.Client.Delete(ctx, base)).To(Succeed())
 	waitFor(t, tm, time.Minute, "held on the lost state", func(o *captfv1.TerraformMachine) bool {
 		return hasCondition(o, captfv1.ApplyJobSucceededCondition, metav1.ConditionFalse, captfv1.StateLostReason) &&

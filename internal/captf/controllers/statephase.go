@@ -295,5 +295,5 @@ func provisionable[T capi.Object](p *pass[T]) bool {
 }
 
 func (r *provider[T]) endpointFromUser(p *pass[T]) bool {
-	return p.owner.Kind == contract.KindCluster && p.scope.Object.GetAnnotations()[captfv1.EndpointSourceAnnotation] == "user"
+	return p.owner.Kind == captfv1.KindCluster && p.scope.Object.GetAnnotations()[captfv1.EndpointSourceAnnotation] == "user"
 }

@@ -192,7 +192,7 @@ func dependenciesCondition[T capi.Object](p *pass[T]) (string, metav1.ConditionS
 // captf_cluster_outputs = {}; "" for a TerraformCluster's (and for clusters).
 func clusterNotTerraform[T capi.Object](p *pass[T]) string {
 	c := p.scope.Cluster
-	if p.owner.Kind == contractKindCluster || c == nil || isTerraformCluster(c.Spec.InfrastructureRef) {
+	if p.owner.Kind == captfv1.KindCluster || c == nil || isTerraformCluster(c.Spec.InfrastructureRef) {
 		return ""
 	}
 	ref := c.Spec.InfrastructureRef

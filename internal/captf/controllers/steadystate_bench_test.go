@@ -157,7 +157,7 @@ func benchTemplate(b *testing.B, ns string) (*captfv1.TerraformCluster, *corev1.
 		return provisioned(o.Status.Initialization)
 	})
 	base := &corev1.Secret{}
-	key := client.ObjectKey{Namespace: ns, Name: contract.StateSecretName(contract.StateSuffix(ns, contract.KindMachine, "m-000"))}
+	key := client.ObjectKey{Namespace: ns, Name: contract.StateSecretName(contract.StateSuffix(ns, captfv1.KindMachine, "m-000"))}
 	if err := env.Client.Get(context.Background(), key, base); err != nil {
 		b.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func renderMachine(b *testing.B, tm *captfv1.TerraformMachine, owner jobs.Owner)
 		b.Fatal(err)
 	}
 	// The engine renders the cluster's exports from its state (status lists only their keys).
-	cluster, err := state.Read(ctx, env.Client, tm.Namespace, contract.StateSuffix(tm.Namespace, contract.KindCluster, "prod"))
+	cluster, err := state.Read(ctx, env.Client, tm.Namespace, contract.StateSuffix(tm.Namespace, captfv1.KindCluster, "prod"))
 	if err != nil {
 		b.Fatal(err)
 	}

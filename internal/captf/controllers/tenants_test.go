@@ -45,7 +45,7 @@ func TestRunnerAccounts(t *testing.T) {
 	mgrtest.Start(t, env, "--providers=captf", "--drift-interval=0", "--namespace="+ns)
 
 	newTerraformCluster(t, ns, "c1", nil)
-	g.Eventually(func() int { return len(jobsOf(t, ns, contract.KindCluster, "c1")) }, time.Minute, 200*time.Millisecond).
+	g.Eventually(func() int { return len(jobsOf(t, ns, captfv1.KindCluster, "c1")) }, time.Minute, 200*time.Millisecond).
 		To(Equal(1), "c1 runs as captf-runner")
 	rb := &rbacv1.RoleBinding{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "captf-runner"}, rb)).To(Succeed())
@@ -59,7 +59,7 @@ func TestRunnerAccounts(t *testing.T) {
 	// The runner's Lease rights stop at the state locks of the namespace's objects (issue 9):
 	// its ClusterRole has none, and the manager grants get and update on each lock Lease by name.
 	g.Expect(env.Apply(ctx, filepath.Join(env.Root, "config", "rbac", "runner_role.yaml"))).To(Succeed())
-	c1Lock := contract.LockLeaseName(contract.StateSuffix(ns, contract.KindCluster, "c1"))
+	c1Lock := contract.LockLeaseName(contract.StateSuffix(ns, captfv1.KindCluster, "c1"))
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: c1Lock}, &coordinationv1.Lease{})).To(Succeed(),
 		"the lock Lease is created unlocked, so the runner never creates Leases")
 	runner := "system:serviceaccount:" + ns + ":captf-runner"
@@ -79,7 +79,7 @@ func TestRunnerAccounts(t *testing.T) {
 	})
 	g.Expect(describe(c2)).To(And(ContainSubstring("deployer"), ContainSubstring("captf.io/runner=true"),
 		ContainSubstring("kubectl label serviceaccount deployer -n "+ns)))
-	g.Expect(jobsOf(t, ns, contract.KindCluster, "c2")).To(BeEmpty())
+	g.Expect(jobsOf(t, ns, captfv1.KindCluster, "c2")).To(BeEmpty())
 
 	c3 := newTerraformCluster(t, ns, "c3", func(o *captfv1.TerraformCluster) {
 		o.Spec.Jobs = &captfv1.JobPolicy{ServiceAccountName: "nobody"}
@@ -96,12 +96,12 @@ func TestRunnerAccounts(t *testing.T) {
 	annotate(t, c2, "capx.test/touch", ptr.To("1"))
 	g.Eventually(func() []string {
 		var accounts []string
-		for _, j := range jobsOf(t, ns, contract.KindCluster, "c2") {
+		for _, j := range jobsOf(t, ns, captfv1.KindCluster, "c2") {
 			accounts = append(accounts, j.Spec.Template.Spec.ServiceAccountName)
 		}
 		return accounts
 	}, time.Minute, 200*time.Millisecond).Should(Equal([]string{"deployer"}))
-	c2Lock := contract.LockLeaseName(contract.StateSuffix(ns, contract.KindCluster, "c2"))
+	c2Lock := contract.LockLeaseName(contract.StateSuffix(ns, captfv1.KindCluster, "c2"))
 	deployer := "system:serviceaccount:" + ns + ":deployer"
 	g.Eventually(func() bool { return can(t, deployer, ns, "update", c2Lock) }, 10*time.Second, 200*time.Millisecond).Should(BeTrue())
 	g.Expect(can(t, runner, ns, "update", c2Lock)).To(BeTrue(), "the Role lists every lock of the namespace")

@@ -4,10 +4,8 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -17,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/capi"
 )
 
 // variablesCache holds the metadata of the ConfigMaps and Secrets opted in as variablesFrom
@@ -56,14 +53,14 @@ func (c startsWithCaches) GetCache() cache.Cache { return c.Cache }
 
 // watchVariables brings back the objects of a kind whose spec.variablesFrom names a ConfigMap
 // or Secret that changed.
-func watchVariables(vc variablesCache, c client.Client, list func() client.ObjectList, spec workspaceOf) func(*builder.Builder) *builder.Builder {
+func watchVariables(vc variablesCache, c client.Client, list func() captfv1.WorkspaceList) func(*builder.Builder) *builder.Builder {
 	return func(b *builder.Builder) *builder.Builder {
 		for _, kind := range []string{"ConfigMap", "Secret"} {
 			meta := &metav1.PartialObjectMetadata{}
 			meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
 			b = b.WatchesRawSource(source.Kind(vc, meta, handler.TypedEnqueueRequestsFromMapFunc(
 				func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
-					return objectsUsingVariables(ctx, c, list(), spec, kind, o.Namespace, o.Name)
+					return objectsUsingVariables(ctx, c, list(), kind, o.Namespace, o.Name)
 				})))
 		}
 		return b
@@ -72,39 +69,20 @@ func watchVariables(vc variablesCache, c client.Client, list func() client.Objec
 
 // objectsUsingVariables lists the objects of list's kind in a namespace whose variablesFrom
 // names the ConfigMap or Secret.
-func objectsUsingVariables(ctx context.Context, c client.Client, list client.ObjectList, spec workspaceOf, kind, namespace, name string) []reconcile.Request {
+func objectsUsingVariables(ctx context.Context, c client.Client, list captfv1.WorkspaceList, kind, namespace, name string) []reconcile.Request {
 	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
 		return nil
 	}
 	var reqs []reconcile.Request
-	_ = meta.EachListItem(list, func(item runtime.Object) error {
-		o, ok := item.(client.Object)
-		if !ok || spec(o) == nil {
-			return nil
-		}
-		for _, src := range spec(o).VariablesFrom {
+	for _, o := range list.WorkspaceItems() {
+		spec, _ := o.Workspace()
+		for _, src := range spec.VariablesFrom {
 			if (kind == "ConfigMap" && src.ConfigMapRef != nil && src.ConfigMapRef.Name == name) ||
 				(kind == "Secret" && src.SecretRef != nil && src.SecretRef.Name == name) {
 				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
-				return nil
+				break
 			}
 		}
-		return nil
-	})
-	return reqs
-}
-
-// workspaceOf returns an object's shared spec block (nil for an object of another kind).
-type workspaceOf func(client.Object) *captfv1.WorkspaceSpec
-
-// specOf is workspaceOf for the kind k.
-func specOf[T capi.Object](k kind[T]) workspaceOf {
-	return func(o client.Object) *captfv1.WorkspaceSpec {
-		obj, ok := o.(T)
-		if !ok {
-			return nil
-		}
-		spec, _, _ := k.workspace(obj)
-		return spec
 	}
+	return reqs
 }

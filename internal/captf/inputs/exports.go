@@ -129,7 +129,7 @@ func exportsRecordOf(s *corev1.Secret) ExportsRecord {
 // to be written (an apply is about to start with them) carry other exports than the record:
 // until that apply's outcome is known, the record no longer stands in for the exports.
 func markPending(s *corev1.Secret, o jobs.Owner, r *Rendered) {
-	if o.Kind != contract.KindMachinePool {
+	if o.Kind != captfv1.KindMachinePool {
 		return
 	}
 	rec := exportsRecordOf(s)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -33,7 +35,7 @@ func sources() map[contract.Role]Source {
 	port := int32(6443)
 	return map[contract.Role]Source{
 		contract.RoleCluster: {
-			Owner:  jobs.Owner{Kind: contract.KindCluster, Namespace: "ns1", Name: "c1", UID: "uid-c1", ClusterName: "c1"},
+			Owner:  jobs.Owner{Kind: captfv1.KindCluster, Namespace: "ns1", Name: "c1", UID: "uid-c1", ClusterName: "c1"},
 			Object: object(nil),
 			Cluster: &ClusterInputs{
 				KubernetesVersion: "v1.36.3",
@@ -52,7 +54,7 @@ func sources() map[contract.Role]Source {
 			},
 		},
 		contract.RoleMachine: {
-			Owner:  jobs.Owner{Kind: contract.KindMachine, Namespace: "ns1", Name: "c1-md-0-x7k2p", UID: "uid-m1", ClusterName: "c1"},
+			Owner:  jobs.Owner{Kind: captfv1.KindMachine, Namespace: "ns1", Name: "c1-md-0-x7k2p", UID: "uid-m1", ClusterName: "c1"},
 			Object: object(map[string]string{clusterv1.TemplateClonedFromNameAnnotation: "c1-md-0"}),
 			Machine: &MachineInputs{
 				MachineName: "c1-md-0-x7k2p-abcde", BootstrapData: []byte("#cloud-config\nruncmd: [echo hi]\n"),
@@ -65,7 +67,7 @@ func sources() map[contract.Role]Source {
 			},
 		},
 		contract.RoleMachinePool: {
-			Owner:  jobs.Owner{Kind: contract.KindMachinePool, Namespace: "ns1", Name: "c1-pool", UID: "uid-p1", ClusterName: "c1"},
+			Owner:  jobs.Owner{Kind: captfv1.KindMachinePool, Namespace: "ns1", Name: "c1-pool", UID: "uid-p1", ClusterName: "c1"},
 			Object: object(nil),
 			MachinePool: &MachinePoolInputs{
 				MachinePoolName: "c1-pool", Replicas: 3, BootstrapData: []byte("{\"ignition\":{}}"), BootstrapFormat: "ignition",
@@ -390,6 +392,6 @@ func TestBoundedName(t *testing.T) {
 	g.Expect(got).To(HaveLen(maxNameLength - 2))
 	g.Expect(got).To(MatchRegexp(`^captf-inputs-m-a+-[0-9a-f]{16}$`), "no '.' or '-' left before the suffix")
 	g.Expect(BoundedName(long + "c")).NotTo(Equal(got))
-	g.Expect(SecretName(jobs.Owner{Kind: contract.KindMachinePool, Name: "p"})).To(Equal("captf-inputs-mp-p"))
+	g.Expect(SecretName(jobs.Owner{Kind: captfv1.KindMachinePool, Name: "p"})).To(Equal("captf-inputs-mp-p"))
 	g.Expect(BoundedName(strings.Repeat("a", 300))).To(HaveLen(maxNameLength))
 }

@@ -140,7 +140,7 @@ func TestReadAndMarkAppliedWithoutSecret(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t)
-	owner := jobs.Owner{Kind: contract.KindCluster, Namespace: ns, Name: "gone"}
+	owner := jobs.Owner{Kind: captfv1.KindCluster, Namespace: ns, Name: "gone"}
 	_, err := Read(ctx, env.Client, owner)
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
 	_, err = MarkApplied(ctx, env.Client, owner)

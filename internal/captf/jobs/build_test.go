@@ -24,7 +24,7 @@ func params() map[string]Params {
 		ImagePullSecrets: []corev1.LocalObjectReference{{Name: "registry"}},
 	})
 	base := Params{
-		Owner:             Owner{Kind: contract.KindMachinePool, Namespace: "ns1", Name: "pool-1", UID: "uid-pool-1", ClusterName: "c1"},
+		Owner:             Owner{Kind: captfv1.KindMachinePool, Namespace: "ns1", Name: "pool-1", UID: "uid-pool-1", ClusterName: "c1"},
 		Attempt:           1,
 		InputsHash:        "h2:0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0",
 		Policy:            policy,
@@ -120,7 +120,7 @@ func TestBuild(t *testing.T) {
 			g.Expect(source.TerminationMessagePolicy).To(Equal(corev1.TerminationMessageReadFile))
 			g.Expect(source.Args).To(ContainElements(
 				"--op="+op, "--stop-timeout=570s", "--lock-timeout=300s",
-				"--backend-config=secret_suffix="+contract.StateSuffix("ns1", contract.KindMachinePool, "pool-1"),
+				"--backend-config=secret_suffix="+contract.StateSuffix("ns1", captfv1.KindMachinePool, "pool-1"),
 				"--backend-config=namespace=ns1", "--backend-config=in_cluster_config=true",
 				`--backend-config=labels={"captf.infrastructure.cluster.x-k8s.io/owner-kind"="TerraformMachinePool","captf.infrastructure.cluster.x-k8s.io/owner-name"="pool-1","captf.io/managed"="true","cluster.x-k8s.io/cluster-name"="c1","clusterctl.cluster.x-k8s.io/move"=""}`,
 			))

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/captf/contract"
 )
 
@@ -94,7 +95,7 @@ func ParseName(s string) (n JobName, ok bool) {
 		return JobName{}, false
 	}
 	n.KindShort, n.Name = rest[:i], rest[i+1:]
-	if (n.KindShort != "c" && n.KindShort != "m" && n.KindShort != "mp") || n.Name == "" {
+	if !isShort(n.KindShort) || n.Name == "" {
 		return JobName{}, false
 	}
 	return n, true
@@ -150,4 +151,10 @@ func isPodSuffix(s string) bool {
 		}
 	}
 	return len(s) == podSuffixLen
+}
+
+// isShort reports whether s abbreviates a CAPTF kind.
+func isShort(s string) bool {
+	_, ok := captfv1.LookupShort(s)
+	return ok
 }

@@ -6,7 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/capx-io/capx/internal/captf/contract"
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 )
 
 func TestName(t *testing.T) {
@@ -15,14 +15,14 @@ func TestName(t *testing.T) {
 		attempt        int
 		want           string
 	}{
-		{contract.KindMachine, "m1", "apply", 1, "captf-m-m1-apply-a1-"},
-		{contract.KindMachinePool, "pool-a1-apply", "destroy", 12, "captf-mp-pool-a1-apply-destroy-a12-"},
-		{contract.KindCluster, "c.example", "restore", 0, "captf-c-c.example-restore-a0-"},
+		{captfv1.KindMachine, "m1", "apply", 1, "captf-m-m1-apply-a1-"},
+		{captfv1.KindMachinePool, "pool-a1-apply", "destroy", 12, "captf-mp-pool-a1-apply-destroy-a12-"},
+		{captfv1.KindCluster, "c.example", "restore", 0, "captf-c-c.example-restore-a0-"},
 		// 57 characters exactly stay verbatim.
-		{contract.KindMachine, strings.Repeat("n", 31), "refresh", 1, "captf-m-" + strings.Repeat("n", 31) + "-refresh-a1-"},
+		{captfv1.KindMachine, strings.Repeat("n", 31), "refresh", 1, "captf-m-" + strings.Repeat("n", 31) + "-refresh-a1-"},
 		// One more, and the object name is hashed.
-		{contract.KindMachine, strings.Repeat("n", 32), "refresh", 1, "captf-m-" + hash16(strings.Repeat("n", 32)) + "-refresh-a1-"},
-		{contract.KindMachinePool, strings.Repeat("x", 253), "restore", 123456789, "captf-mp-" + hash16(strings.Repeat("x", 253)) + "-restore-a123456789-"},
+		{captfv1.KindMachine, strings.Repeat("n", 32), "refresh", 1, "captf-m-" + hash16(strings.Repeat("n", 32)) + "-refresh-a1-"},
+		{captfv1.KindMachinePool, strings.Repeat("x", 253), "restore", 123456789, "captf-mp-" + hash16(strings.Repeat("x", 253)) + "-restore-a123456789-"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
@@ -40,16 +40,16 @@ func TestName(t *testing.T) {
 			g.Expect(n.Attempt).To(Equal(tt.attempt))
 			g.Expect(n.IsFor(tt.kind, tt.name)).To(BeTrue())
 			g.Expect(n.IsFor(tt.kind, tt.name+"x")).To(BeFalse())
-			g.Expect(n.IsFor(contract.KindCluster, tt.name) && tt.kind != contract.KindCluster).To(BeFalse())
+			g.Expect(n.IsFor(captfv1.KindCluster, tt.name) && tt.kind != captfv1.KindCluster).To(BeFalse())
 		})
 	}
 
 	g := NewWithT(t)
-	base := Name(contract.KindMachine, "m1", "apply", 1, "h2:abc")
+	base := Name(captfv1.KindMachine, "m1", "apply", 1, "h2:abc")
 	for _, other := range []string{
-		Name(contract.KindMachine, "m1", "apply", 1, "h2:abd"),
-		Name(contract.KindMachine, "m1", "apply", 2, "h2:abc"),
-		Name(contract.KindMachine, "m1", "destroy", 1, "h2:abc"),
+		Name(captfv1.KindMachine, "m1", "apply", 1, "h2:abd"),
+		Name(captfv1.KindMachine, "m1", "apply", 2, "h2:abc"),
+		Name(captfv1.KindMachine, "m1", "destroy", 1, "h2:abc"),
 	} {
 		g.Expect(other).NotTo(Equal(base))
 	}
@@ -71,7 +71,7 @@ func TestParseNameRefuses(t *testing.T) {
 }
 
 func TestParseHolder(t *testing.T) {
-	job := Name(contract.KindMachine, strings.Repeat("n", 33), "apply", 3, "h2:x")
+	job := Name(captfv1.KindMachine, strings.Repeat("n", 33), "apply", 3, "h2:x")
 	g := NewWithT(t)
 	g.Expect(len(job)).To(Equal(MaxNameLength))
 	tests := []struct {
@@ -101,8 +101,8 @@ func TestParseHolder(t *testing.T) {
 // FuzzParseName: ParseName reads the holder of a state lock, which anything with access to
 // the namespace can write. It never panics, and what it accepts is exactly a name Name writes.
 func FuzzParseName(f *testing.F) {
-	f.Add(Name(contract.KindMachine, "m1", "apply", 1, "h2:x"))
-	f.Add(Name(contract.KindMachinePool, "p-apply-a1-abcdef", "restore", 10, ""))
+	f.Add(Name(captfv1.KindMachine, "m1", "apply", 1, "h2:x"))
+	f.Add(Name(captfv1.KindMachinePool, "p-apply-a1-abcdef", "restore", 10, ""))
 	f.Add("captf-m-m1-apply-a01-abcdef")
 	f.Add("@captf-c-c-drift-a2-000000-x7k2p")
 	f.Fuzz(func(t *testing.T, s string) {

@@ -21,7 +21,7 @@ import (
 // CAPTF packages create for it is labelled and owned from these few fields, so the inputs,
 // jobs and leases packages agree on them by construction.
 type Owner struct {
-	// Kind is contract.KindCluster, KindMachine or KindMachinePool.
+	// Kind is captfv1.KindCluster, KindMachine or KindMachinePool.
 	Kind string
 	// Namespace and Name of the CAPTF object.
 	Namespace, Name string
@@ -39,19 +39,12 @@ type Owner struct {
 // The kind comes from the Go type, not from TypeMeta, which objects read through a client
 // usually leave empty.
 func OwnerOf(obj client.Object, clusterName string) (Owner, error) {
-	var kind string
-	switch obj.(type) {
-	case *captfv1.TerraformCluster:
-		kind = contract.KindCluster
-	case *captfv1.TerraformMachine:
-		kind = contract.KindMachine
-	case *captfv1.TerraformMachinePool:
-		kind = contract.KindMachinePool
-	default:
+	k, ok := captfv1.KindOf(obj)
+	if !ok {
 		return Owner{}, fmt.Errorf("jobs: %T is not a CAPTF kind", obj)
 	}
 	return Owner{
-		Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID(), ClusterName: clusterName,
+		Kind: k.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID(), ClusterName: clusterName,
 		WatchFilter: obj.GetLabels()[clusterv1.WatchLabel],
 	}, nil
 }

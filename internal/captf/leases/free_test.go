@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/jobs"
 )
@@ -63,7 +64,7 @@ func TestFree(t *testing.T) {
 
 func TestNames(t *testing.T) {
 	g := NewWithT(t)
-	long := jobs.Owner{Kind: contract.KindMachinePool, Namespace: "ns", Name: string(make([]byte, 253))}
+	long := jobs.Owner{Kind: captfv1.KindMachinePool, Namespace: "ns", Name: string(make([]byte, 253))}
 	g.Expect(RunLeaseName(long)).To(MatchRegexp(`^captf-run-[0-9a-f]{16}-mp$`))
 	g.Expect(len(RunLeaseName(long))).To(Equal(29))
 	g.Expect(ClusterLeaseName("ns", "c1")).To(MatchRegexp(`^captf-cluster-[0-9a-f]{16}$`))

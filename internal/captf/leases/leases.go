@@ -132,7 +132,7 @@ func (l *Leases) Take(ctx context.Context, req Request) (*Wait, error) {
 		return nil, nil
 	}
 	cluster := ClusterLeaseName(o.Namespace, o.ClusterName)
-	if o.Kind == contract.KindCluster {
+	if o.Kind == captfv1.KindCluster {
 		if !Mutating(req.Op) {
 			return nil, nil
 		}
@@ -174,7 +174,7 @@ func (l *Leases) Release(ctx context.Context, o jobs.Owner, holder string) error
 	if err := l.release(ctx, o.Namespace, RunLeaseName(o), holder); err != nil {
 		return err
 	}
-	if o.Kind == contract.KindCluster && o.ClusterName != "" {
+	if o.Kind == captfv1.KindCluster && o.ClusterName != "" {
 		return l.release(ctx, o.Namespace, ClusterLeaseName(o.Namespace, o.ClusterName), holder)
 	}
 	return nil
@@ -377,7 +377,7 @@ func (l *Leases) waitForMembers(ctx context.Context, o jobs.Owner) (*Wait, error
 	var holders []string
 	for i := range list.Items {
 		lease := &list.Items[i]
-		if lease.Labels[captfv1.OwnerKindLabel] == contract.KindCluster || !Mutating(lease.Annotations[captfv1.LeaseOpAnnotation]) {
+		if lease.Labels[captfv1.OwnerKindLabel] == captfv1.KindCluster || !Mutating(lease.Annotations[captfv1.LeaseOpAnnotation]) {
 			continue
 		}
 		free, err := l.free(ctx, lease)

@@ -94,9 +94,9 @@ func (f *fixture) object(kind, name string) jobs.Owner {
 	f.t.Helper()
 	var obj client.Object
 	switch kind {
-	case contract.KindCluster:
+	case captfv1.KindCluster:
 		obj = testenv.TerraformCluster(f.ns, name, "c1", "example.com/m:v1")
-	case contract.KindMachine:
+	case captfv1.KindMachine:
 		obj = testenv.TerraformMachine(f.ns, name, "c1", "example.com/m:v1")
 	default:
 		obj = testenv.TerraformMachinePool(f.ns, name, "c1", "example.com/m:v1")
@@ -146,7 +146,7 @@ func TestTakeAndRelease(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	f := newFixture(t)
-	m := f.object(contract.KindMachine, "m1")
+	m := f.object(captfv1.KindMachine, "m1")
 	name := RunLeaseName(m)
 
 	w, err := f.leases.Take(ctx, req(m, "job-a", contract.OpApply))
@@ -205,7 +205,7 @@ func TestTakeOver(t *testing.T) {
 	t.Run("a holder that was never created, at once", func(t *testing.T) {
 		g := NewWithT(t)
 		f := newFixture(t)
-		m := f.object(contract.KindMachine, "m1")
+		m := f.object(captfv1.KindMachine, "m1")
 		g.Expect(f.leases.Take(ctx, req(m, "never-created", contract.OpApply))).To(BeNil())
 		w, err := f.leases.Take(ctx, req(m, "next", contract.OpApply))
 		g.Expect(err).NotTo(HaveOccurred())
@@ -219,8 +219,8 @@ func TestTakeOver(t *testing.T) {
 	t.Run("so does a cluster's claim on its cluster lease", func(t *testing.T) {
 		g := NewWithT(t)
 		f := newFixture(t)
-		c := f.object(contract.KindCluster, "c1")
-		member := f.object(contract.KindMachine, "m1")
+		c := f.object(captfv1.KindCluster, "c1")
+		member := f.object(captfv1.KindMachine, "m1")
 		g.Expect(f.leases.Take(ctx, req(member, "m1-apply", contract.OpApply))).To(BeNil())
 		f.job("m1-apply")
 		w, err := f.leases.Take(ctx, req(c, "c1-apply-old", contract.OpApply))
@@ -235,7 +235,7 @@ func TestTakeOver(t *testing.T) {
 	t.Run("a running holder, only after the backstop", func(t *testing.T) {
 		g := NewWithT(t)
 		f := newFixture(t)
-		m := f.object(contract.KindMachine, "m1")
+		m := f.object(captfv1.KindMachine, "m1")
 		f.job("running")
 		g.Expect(f.leases.Take(ctx, req(m, "running", contract.OpApply))).To(BeNil())
 		f.clock.Step(74 * time.Minute)
@@ -249,7 +249,7 @@ func TestTakeOver(t *testing.T) {
 		// Pod may still be saving state. (No kubelet runs here: the Pod's phase is written.)
 		g := NewWithT(t)
 		f := newFixture(t)
-		m := f.object(contract.KindMachine, "m1")
+		m := f.object(captfv1.KindMachine, "m1")
 		g.Expect(f.leases.Take(ctx, req(m, "deleted", contract.OpApply))).To(BeNil())
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "deleted-x7k2p", Labels: map[string]string{batchv1.JobNameLabel: "deleted"}},
@@ -271,7 +271,7 @@ func TestTakeOver(t *testing.T) {
 	t.Run("a lost race waits for the next reconcile", func(t *testing.T) {
 		g := NewWithT(t)
 		f := newFixture(t)
-		m := f.object(contract.KindMachine, "m1")
+		m := f.object(captfv1.KindMachine, "m1")
 		g.Expect(f.leases.Take(ctx, req(m, "old", contract.OpApply))).To(BeNil())
 		f.clock.Step(2 * time.Minute)
 		f.conflictOnUpdate = true
@@ -289,15 +289,15 @@ func TestOperationGate(t *testing.T) {
 	t.Run("a cluster waits for its members' mutating Jobs and keeps its leases", func(t *testing.T) {
 		g := NewWithT(t)
 		f := newFixture(t)
-		c := f.object(contract.KindCluster, "c1")
+		c := f.object(captfv1.KindCluster, "c1")
 		var members []string
 		for i := range 7 {
-			o := f.object(contract.KindMachine, fmt.Sprintf("m%d", i))
+			o := f.object(captfv1.KindMachine, fmt.Sprintf("m%d", i))
 			holder := fmt.Sprintf("m%d-apply", i)
 			g.Expect(f.leases.Take(ctx, req(o, holder, contract.OpApply))).To(BeNil())
 			members = append(members, holder)
 		}
-		p := f.object(contract.KindMachinePool, "p1")
+		p := f.object(captfv1.KindMachinePool, "p1")
 		g.Expect(f.leases.Take(ctx, req(p, "p1-refresh", contract.OpRefresh))).To(BeNil(), "read-only")
 		f.takeWrites()
 
@@ -311,7 +311,7 @@ func TestOperationGate(t *testing.T) {
 		g.Expect(f.lease(cluster).Labels).To(HaveKeyWithValue("captf.io/lease", "cluster"))
 
 		// A member that comes later sees the cluster and gives its own lease back.
-		late := f.object(contract.KindMachinePool, "p2")
+		late := f.object(captfv1.KindMachinePool, "p2")
 		w, err = f.leases.Take(ctx, req(late, "p2-apply", contract.OpApply))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(w).To(Equal(&Wait{Reason: "WaitingForClusterOperation", Holders: []string{"c1-apply"},
@@ -320,7 +320,7 @@ func TestOperationGate(t *testing.T) {
 
 		// Once the members are done, the cluster proceeds; its release frees both leases.
 		for i := range 7 {
-			o := jobs.Owner{Kind: contract.KindMachine, Namespace: f.ns, Name: fmt.Sprintf("m%d", i)}
+			o := jobs.Owner{Kind: captfv1.KindMachine, Namespace: f.ns, Name: fmt.Sprintf("m%d", i)}
 			g.Expect(f.leases.Release(ctx, o, members[i])).To(Succeed())
 		}
 		g.Expect(f.leases.Take(ctx, req(c, "c1-apply", contract.OpApply))).To(BeNil())
@@ -333,8 +333,8 @@ func TestOperationGate(t *testing.T) {
 	t.Run("a cluster's read-only Jobs and ungated requests take no cluster lease", func(t *testing.T) {
 		g := NewWithT(t)
 		f := newFixture(t)
-		c := f.object(contract.KindCluster, "c1")
-		m := f.object(contract.KindMachine, "m1")
+		c := f.object(captfv1.KindCluster, "c1")
+		m := f.object(captfv1.KindMachine, "m1")
 		g.Expect(f.leases.Take(ctx, req(m, "m1-apply", contract.OpApply))).To(BeNil())
 		g.Expect(f.leases.Take(ctx, req(c, "c1-drift", contract.OpDrift))).To(BeNil())
 		g.Expect(f.leases.Release(ctx, c, "c1-drift")).To(Succeed())
@@ -347,8 +347,8 @@ func TestOperationGate(t *testing.T) {
 	t.Run("a finished cluster Job no longer holds its members", func(t *testing.T) {
 		g := NewWithT(t)
 		f := newFixture(t)
-		c := f.object(contract.KindCluster, "c1")
-		m := f.object(contract.KindMachine, "m1")
+		c := f.object(captfv1.KindCluster, "c1")
+		m := f.object(captfv1.KindMachine, "m1")
 		g.Expect(f.leases.Take(ctx, req(c, "c1-apply", contract.OpApply))).To(BeNil())
 		// The cluster's Job was never created (it crashed); after the grace members proceed.
 		f.clock.Step(Grace + time.Second)

@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 	"github.com/capx-io/capx/internal/captf/jobs"
 )
 
@@ -44,7 +43,7 @@ func (l *Leases) Observe(ctx context.Context, o jobs.Owner, gate bool) (Observat
 	if !gate || o.ClusterName == "" {
 		return obs, nil
 	}
-	if o.Kind == contract.KindCluster {
+	if o.Kind == captfv1.KindCluster {
 		obs.Members, err = l.waitForMembers(ctx, o)
 		return obs, err
 	}

@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 	"github.com/capx-io/capx/internal/captf/contract"
 )
 
@@ -16,9 +17,9 @@ func TestObserve(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
 	f := newFixture(t)
-	c := f.object(contract.KindCluster, "c1")
-	m := f.object(contract.KindMachine, "m1")
-	p := f.object(contract.KindMachinePool, "p1")
+	c := f.object(captfv1.KindCluster, "c1")
+	m := f.object(captfv1.KindMachine, "m1")
+	p := f.object(captfv1.KindMachinePool, "p1")
 
 	obs, err := f.leases.Observe(ctx, m, true)
 	g.Expect(err).NotTo(HaveOccurred())

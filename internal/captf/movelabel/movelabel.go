@@ -42,9 +42,9 @@ func Uses(ctx context.Context, objects, pods client.Reader, namespace, secret st
 	}
 	for i := range clusters.Items {
 		tc := &clusters.Items[i]
-		add("TerraformCluster", tc, tc.Spec.CredentialsRef)
+		add(captfv1.KindCluster, tc, tc.Spec.CredentialsRef)
 		if d := tc.Spec.Defaults; d != nil && (tc.Spec.CredentialsRef == nil || tc.Spec.CredentialsRef.Name != secret) {
-			add("TerraformCluster", tc, d.CredentialsRef)
+			add(captfv1.KindCluster, tc, d.CredentialsRef)
 		}
 	}
 	machines := &captfv1.TerraformMachineList{}
@@ -52,14 +52,14 @@ func Uses(ctx context.Context, objects, pods client.Reader, namespace, secret st
 		return nil, fmt.Errorf("list TerraformMachines: %w", err)
 	}
 	for i := range machines.Items {
-		add("TerraformMachine", &machines.Items[i], machines.Items[i].Spec.CredentialsRef)
+		add(captfv1.KindMachine, &machines.Items[i], machines.Items[i].Spec.CredentialsRef)
 	}
 	pools := &captfv1.TerraformMachinePoolList{}
 	if err := objects.List(ctx, pools, opts...); err != nil {
 		return nil, fmt.Errorf("list TerraformMachinePools: %w", err)
 	}
 	for i := range pools.Items {
-		add("TerraformMachinePool", &pools.Items[i], pools.Items[i].Spec.CredentialsRef)
+		add(captfv1.KindMachinePool, &pools.Items[i], pools.Items[i].Spec.CredentialsRef)
 	}
 	podList := &corev1.PodList{}
 	if err := pods.List(ctx, podList, client.InNamespace(namespace)); err != nil {

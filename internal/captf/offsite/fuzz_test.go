@@ -4,7 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capx-io/capx/internal/captf/contract"
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+
 	"github.com/capx-io/capx/internal/captf/offsite"
 )
 
@@ -26,7 +27,7 @@ func FuzzParseKey(f *testing.F) {
 			t.Fatalf("%+v reaches another folder", pk)
 		}
 		switch pk.Object.Kind {
-		case contract.KindCluster, contract.KindMachine, contract.KindMachinePool:
+		case captfv1.KindCluster, captfv1.KindMachine, captfv1.KindMachinePool:
 		default:
 			t.Fatalf("kind %q", pk.Object.Kind)
 		}

@@ -13,9 +13,9 @@ import (
 	"strconv"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation"
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
 
-	"github.com/capx-io/capx/internal/captf/contract"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Suffix ends every copy's key: the gzip-compressed state JSON.
@@ -29,7 +29,7 @@ var digestRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // Object names the CAPTF object a copy belongs to.
 type Object struct {
 	Namespace string
-	Kind      string // contract.KindCluster, KindMachine or KindMachinePool
+	Kind      string // captfv1.KindCluster, KindMachine or KindMachinePool
 	Name      string
 }
 
@@ -45,7 +45,7 @@ func (o Object) validate() error {
 		return fmt.Errorf("name %q: %s", o.Name, strings.Join(msgs, "; "))
 	}
 	switch o.Kind {
-	case contract.KindCluster, contract.KindMachine, contract.KindMachinePool:
+	case captfv1.KindCluster, captfv1.KindMachine, captfv1.KindMachinePool:
 		return nil
 	}
 	return fmt.Errorf("kind %q is not a CAPTF kind", o.Kind)

@@ -5,7 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capx-io/capx/internal/captf/contract"
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+
 	"github.com/capx-io/capx/internal/captf/offsite"
 )
 
@@ -13,7 +14,7 @@ const digest = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
 
 func TestKeyRoundTrip(t *testing.T) {
 	for _, prefix := range []string{"", "a", "/a/b/"} {
-		o := offsite.Object{Namespace: "team-a", Kind: contract.KindMachinePool, Name: "pool.x"}
+		o := offsite.Object{Namespace: "team-a", Kind: captfv1.KindMachinePool, Name: "pool.x"}
 		key := offsite.Key(prefix, o, 42, digest)
 		pk, err := offsite.ParseKey(prefix, key)
 		if err != nil {

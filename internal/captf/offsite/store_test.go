@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capx-io/capx/internal/captf/contract"
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+
 	"github.com/capx-io/capx/internal/captf/offsite"
 	"github.com/capx-io/capx/internal/captf/offsite/offsitetest"
 )
 
-var teamA = offsite.Object{Namespace: "team-a", Kind: contract.KindCluster, Name: "prod"}
+var teamA = offsite.Object{Namespace: "team-a", Kind: captfv1.KindCluster, Name: "prod"}
 
 func copyOf(o offsite.Object, serial int64, data []byte) offsite.Copy {
 	sum := sha256.Sum256(data)
@@ -44,7 +45,7 @@ func TestUploadListDownload(t *testing.T) {
 		t.Fatalf("second upload: %v, %q", err, again.Key)
 	}
 	// Another object's copy and a stray object in the folder are not listed as teamA's.
-	other := offsite.Object{Namespace: "team-b", Kind: contract.KindCluster, Name: "prod"}
+	other := offsite.Object{Namespace: "team-b", Kind: captfv1.KindCluster, Name: "prod"}
 	if _, err := st.Upload(ctx, copyOf(other, 9, data8), data8); err != nil {
 		t.Fatal(err)
 	}

@@ -6,13 +6,15 @@ import (
 	"strconv"
 	"strings"
 
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+
 	tfjson "github.com/hashicorp/terraform-json"
 )
 
 // Names in a machine pool's plan that the scale-down rule reads: the generated root module's
 // captf_object and replicas variables and its re-exported replicas output.
 const (
-	poolKind       = "TerraformMachinePool"
+	poolKind       = captfv1.KindMachinePool
 	objectVariable = "captf_object"
 	replicasInput  = "replicas"
 	replicasOutput = "replicas"

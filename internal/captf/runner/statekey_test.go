@@ -71,7 +71,7 @@ func (f *fixture) runnerPod(ctx context.Context) string {
 	must(t, env.Client.Create(ctx, sa))
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "obj0-apply", Labels: map[string]string{
-			captfv1.ManagedLabel: "true", captfv1.OwnerKindLabel: contract.KindCluster}},
+			captfv1.ManagedLabel: "true", captfv1.OwnerKindLabel: captfv1.KindCluster}},
 		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "runner"}},
 			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, ServiceAccountName: sa.Name,
@@ -237,7 +237,7 @@ func TestEncryptedBackupRestores(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	obj := &captfv1.TerraformCluster{}
 	must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "obj0"}, obj))
-	owner := metav1.OwnerReference{APIVersion: captfv1.GroupVersion.String(), Kind: contract.KindCluster, Name: obj.Name, UID: obj.UID}
+	owner := metav1.OwnerReference{APIVersion: captfv1.GroupVersion.String(), Kind: captfv1.KindCluster, Name: obj.Name, UID: obj.UID}
 	_, err = state.Backup(ctx, env.Client, snap, owner, state.BackupOptions{Keep: 5})
 	g.Expect(err).NotTo(HaveOccurred())
 	set, err := state.FindBackup(ctx, env.Client, f.ns, f.suffix, snap.Serial)

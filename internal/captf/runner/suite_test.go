@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,8 +72,8 @@ type fixture struct {
 }
 
 var roleKinds = map[string]string{
-	"cluster": contract.KindCluster, "machine": contract.KindMachine, "machinepool": contract.KindMachinePool,
-	"leaky": contract.KindMachine,
+	"cluster": captfv1.KindCluster, "machine": captfv1.KindMachine, "machinepool": captfv1.KindMachinePool,
+	"leaky": captfv1.KindMachine,
 }
 
 // newFixture lays out a Job for a role: the module from test/modules/<role> (or

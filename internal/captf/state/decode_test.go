@@ -52,7 +52,7 @@ func TestDecodeFixtures(t *testing.T) {
 		}},
 		{fixture: "relabeled", check: func(g *WithT, s *Snapshot, _ fixture) {
 			g.Expect(s.Labels).To(HaveKeyWithValue(captfv1.ManagedLabel, "true"))
-			g.Expect(s.Labels).To(HaveKeyWithValue(captfv1.OwnerKindLabel, contract.KindCluster))
+			g.Expect(s.Labels).To(HaveKeyWithValue(captfv1.OwnerKindLabel, captfv1.KindCluster))
 			g.Expect(s.Labels).To(HaveKey("clusterctl.cluster.x-k8s.io/move"))
 			g.Expect(s.Resources).To(Equal(3))
 		}},

@@ -122,11 +122,11 @@ type moduleOptions struct {
 // workdir writes the module and the backend configuration for object name.
 func (g *generator) workdir(name string, o moduleOptions) (dir, suffix string) {
 	dir = g.t.TempDir()
-	suffix = contract.StateSuffix(g.ns, contract.KindCluster, name)
+	suffix = contract.StateSuffix(g.ns, captfv1.KindCluster, name)
 	backend := fmt.Sprintf("secret_suffix = %q\nnamespace = %q\nconfig_path = %q\n", suffix, g.ns, g.env.KubeconfigPath)
 	if o.labels {
 		backend += fmt.Sprintf("labels = {\n  %q = \"true\"\n  %q = %q\n  %q = %q\n  %q = \"demo\"\n  %q = \"\"\n}\n",
-			captfv1.ManagedLabel, captfv1.OwnerKindLabel, contract.KindCluster, captfv1.OwnerNameLabel, name,
+			captfv1.ManagedLabel, captfv1.OwnerKindLabel, captfv1.KindCluster, captfv1.OwnerNameLabel, name,
 			"cluster.x-k8s.io/cluster-name", "clusterctl.cluster.x-k8s.io/move")
 	}
 	encryption := ""

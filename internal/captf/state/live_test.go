@@ -317,7 +317,7 @@ func TestBackupsLive(t *testing.T) {
 	rname, err := Backup(ctx, e.Client, relabeled, ref, BackupOptions{Keep: 5, Now: now})
 	g.Expect(err).NotTo(HaveOccurred())
 	rb := getSecret(t, ns, rname)
-	g.Expect(rb.Labels).To(HaveKeyWithValue(captfv1.OwnerKindLabel, contract.KindCluster))
+	g.Expect(rb.Labels).To(HaveKeyWithValue(captfv1.OwnerKindLabel, captfv1.KindCluster))
 	for k := range rb.Labels {
 		g.Expect(k).NotTo(HavePrefix("tfstate"))
 		g.Expect(k).NotTo(Equal(contract.BackendManagedByLabel))

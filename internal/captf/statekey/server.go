@@ -195,7 +195,7 @@ func (s *Server) get(ctx context.Context, ns, name string, obj client.Object) er
 }
 
 func captfKind(k string) bool {
-	return k == contract.KindCluster || k == contract.KindMachine || k == contract.KindMachinePool
+	return k == captfv1.KindCluster || k == captfv1.KindMachine || k == captfv1.KindMachinePool
 }
 
 // serviceAccount splits system:serviceaccount:<namespace>:<name>.

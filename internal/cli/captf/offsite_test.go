@@ -73,7 +73,7 @@ func TestOffsiteDisasterRecovery(t *testing.T) {
 		copied = o.Status.StateBackups[0]
 		return copied.Offsite != ""
 	})
-	suffix := contract.StateSuffix(ns, contract.KindCluster, "c1")
+	suffix := contract.StateSuffix(ns, captfv1.KindCluster, "c1")
 	before, err := state.Read(ctx, env.Client, ns, suffix)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(copied.Serial).To(Equal(before.Serial))

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -47,62 +48,30 @@ func (o *Object) Owner() jobs.Owner {
 	return ow
 }
 
-// Kinds are the CAPTF kinds in tree order, with the names and short names users type.
-var Kinds = []struct {
-	Kind    string
-	Aliases []string
-}{
-	{"TerraformCluster", []string{"terraformcluster", "terraformclusters", "tfc"}},
-	{"TerraformMachinePool", []string{"terraformmachinepool", "terraformmachinepools", "tfmp"}},
-	{"TerraformMachine", []string{"terraformmachine", "terraformmachines", "tfm"}},
-}
-
 // Wrap returns the Object view of a TerraformCluster, TerraformMachinePool or TerraformMachine.
 func Wrap(obj client.Object) *Object {
-	o := &Object{Obj: obj, Cluster: obj.GetLabels()[clusterv1.ClusterNameLabel]}
-	switch t := obj.(type) {
-	case *captfv1.TerraformCluster:
-		o.Kind, o.Spec, o.Status, o.Conditions = "TerraformCluster", &t.Spec.WorkspaceSpec, &t.Status.WorkspaceStatus, t.Status.Conditions
-	case *captfv1.TerraformMachinePool:
-		o.Kind, o.Spec, o.Status, o.Conditions = "TerraformMachinePool", &t.Spec.WorkspaceSpec, &t.Status.WorkspaceStatus, t.Status.Conditions
-	case *captfv1.TerraformMachine:
-		o.Kind, o.Spec, o.Status, o.Conditions = "TerraformMachine", &t.Spec.WorkspaceSpec, &t.Status.WorkspaceStatus, t.Status.Conditions
-	default:
+	w, ok := obj.(captfv1.WorkspaceObject)
+	if !ok {
 		panic(fmt.Sprintf("objects: %T is not a CAPTF kind", obj))
 	}
+	o := &Object{Kind: w.WorkspaceKind(), Obj: obj, Cluster: obj.GetLabels()[clusterv1.ClusterNameLabel], Conditions: w.GetConditions()}
+	o.Spec, o.Status = w.Workspace()
 	return o
 }
 
-// NewList returns an empty list of kind.
+// NewList returns an empty list of kind, nil for a kind that is not CAPTF's.
 func NewList(kind string) client.ObjectList {
-	switch kind {
-	case "TerraformCluster":
-		return &captfv1.TerraformClusterList{}
-	case "TerraformMachinePool":
-		return &captfv1.TerraformMachinePoolList{}
-	case "TerraformMachine":
-		return &captfv1.TerraformMachineList{}
-	}
-	return nil
-}
-
-func newObject(kind string) client.Object {
-	switch kind {
-	case "TerraformCluster":
-		return &captfv1.TerraformCluster{}
-	case "TerraformMachinePool":
-		return &captfv1.TerraformMachinePool{}
-	case "TerraformMachine":
-		return &captfv1.TerraformMachine{}
+	if k, ok := captfv1.LookupKind(kind); ok {
+		return k.NewList()
 	}
 	return nil
 }
 
 // Lists are empty lists of every kind, for completion and block-move checks.
 func Lists() []client.ObjectList {
-	out := make([]client.ObjectList, len(Kinds))
-	for i, k := range Kinds {
-		out[i] = NewList(k.Kind)
+	out := make([]client.ObjectList, len(captfv1.Kinds))
+	for i, k := range captfv1.Kinds {
+		out[i] = k.NewList()
 	}
 	return out
 }
@@ -113,14 +82,21 @@ func ParseKind(s string) string {
 	if i := strings.Index(s, "."); i > 0 {
 		s = s[:i] // terraformclusters.infrastructure.cluster.x-k8s.io
 	}
-	for _, k := range Kinds {
-		for _, a := range k.Aliases {
-			if a == s {
-				return k.Kind
-			}
+	for _, k := range captfv1.Kinds {
+		if slices.Contains(k.Aliases(), s) {
+			return k.Kind
 		}
 	}
 	return ""
+}
+
+// kindChoices names every kind as users may type it: "terraformcluster (tfc), ... or ...".
+func kindChoices() string {
+	var out []string
+	for _, k := range captfv1.Kinds {
+		out = append(out, k.Resource+" ("+k.ShortName+")")
+	}
+	return strings.Join(out[:len(out)-1], ", ") + " or " + out[len(out)-1]
 }
 
 // ErrNotFound is returned when an argument names nothing.
@@ -129,24 +105,24 @@ var ErrNotFound = errors.New("not found")
 // Get resolves arg, "NAME" or "KIND/NAME", to the CAPTF object in namespace. A bare name that
 // more than one kind has is an error that says how to choose.
 func Get(ctx context.Context, c client.Reader, namespace, arg string) (*Object, error) {
-	kinds := []string{"TerraformCluster", "TerraformMachinePool", "TerraformMachine"}
+	kinds := captfv1.Kinds
 	name := arg
 	if k, n, ok := strings.Cut(arg, "/"); ok {
-		kind := ParseKind(k)
-		if kind == "" {
-			return nil, fmt.Errorf("%q is not a CAPTF kind: use terraformcluster (tfc), terraformmachinepool (tfmp) or terraformmachine (tfm)", k)
+		kind, ok := captfv1.LookupKind(ParseKind(k))
+		if !ok {
+			return nil, fmt.Errorf("%q is not a CAPTF kind: use %s", k, kindChoices())
 		}
-		kinds, name = []string{kind}, n
+		kinds, name = []captfv1.KindInfo{kind}, n
 	}
 	var found []*Object
 	for _, k := range kinds {
-		obj := newObject(k)
+		obj := k.New()
 		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj)
 		if apierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read %s %s/%s: %w", k, namespace, name, err)
+			return nil, fmt.Errorf("read %s %s/%s: %w", k.Kind, namespace, name, err)
 		}
 		found = append(found, Wrap(obj))
 	}
@@ -154,7 +130,7 @@ func Get(ctx context.Context, c client.Reader, namespace, arg string) (*Object, 
 	case 0:
 		var lists []client.ObjectList
 		for _, k := range kinds {
-			lists = append(lists, NewList(k))
+			lists = append(lists, k.NewList())
 		}
 		return nil, fmt.Errorf("no TerraformCluster, TerraformMachinePool or TerraformMachine %q in namespace %s %s: %w",
 			arg, namespace, cmdutil.NamespaceHint(namespace, cmdutil.Elsewhere(ctx, c, namespace, name, lists...)), ErrNotFound)
@@ -172,26 +148,15 @@ func Get(ctx context.Context, c client.Reader, namespace, arg string) (*Object, 
 // kind (cluster, pools, machines), then namespace and name.
 func List(ctx context.Context, c client.Reader, namespace string, opts ...client.ListOption) ([]*Object, error) {
 	var out []*Object
-	for _, k := range Kinds {
-		l := NewList(k.Kind)
+	for _, k := range captfv1.Kinds {
+		l := k.NewList()
 		lo := append([]client.ListOption{client.InNamespace(namespace)}, opts...)
 		if err := c.List(ctx, l, lo...); err != nil {
 			return nil, fmt.Errorf("list %ss: %w", k.Kind, err)
 		}
 		start := len(out)
-		switch t := l.(type) {
-		case *captfv1.TerraformClusterList:
-			for i := range t.Items {
-				out = append(out, Wrap(&t.Items[i]))
-			}
-		case *captfv1.TerraformMachinePoolList:
-			for i := range t.Items {
-				out = append(out, Wrap(&t.Items[i]))
-			}
-		case *captfv1.TerraformMachineList:
-			for i := range t.Items {
-				out = append(out, Wrap(&t.Items[i]))
-			}
+		for _, item := range l.WorkspaceItems() {
+			out = append(out, Wrap(item))
 		}
 		part := out[start:]
 		sort.Slice(part, func(i, j int) bool {

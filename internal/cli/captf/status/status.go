@@ -9,6 +9,8 @@ import (
 	"sort"
 	"time"
 
+	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -69,8 +71,11 @@ Exit codes: 0 shown (whatever the objects' state), 2 an error, 3 bad usage.`,
 	opts.AddFlags(cmd, "Show the clusters of every namespace.")
 	cmd.Flags().StringVar(&opts.ShowConditions, "show-conditions", "", "List every condition of all objects (all) or of one kind (Cluster, TerraformMachine, tfm, ...).")
 	cmd.Flags().BoolVar(&opts.Grouping, "grouping", true, "Group TerraformMachines in the same state into one row.")
-	_ = cmd.RegisterFlagCompletionFunc("show-conditions", cobra.FixedCompletions(
-		[]string{"all", "Cluster", "TerraformCluster", "TerraformMachinePool", "TerraformMachine"}, cobra.ShellCompDirectiveNoFileComp))
+	kinds := []string{"all", "Cluster"}
+	for _, k := range captfv1.Kinds {
+		kinds = append(kinds, k.Kind)
+	}
+	_ = cmd.RegisterFlagCompletionFunc("show-conditions", cobra.FixedCompletions(kinds, cobra.ShellCompDirectiveNoFileComp))
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }

@@ -270,7 +270,7 @@ func groupObjects(objs []Object, opts TreeOptions) []item {
 	var out []item
 	index := map[string]int{}
 	for _, o := range objs {
-		if !opts.Grouping || o.Kind != "TerraformMachine" || opts.showsConditions(o.Kind) || o.PendingPlan != "" || o.ActiveJob != nil {
+		if !opts.Grouping || o.Kind != captfv1.KindMachine || opts.showsConditions(o.Kind) || o.PendingPlan != "" || o.ActiveJob != nil {
 			out = append(out, item{members: []Object{o}})
 			continue
 		}
