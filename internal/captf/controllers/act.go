@@ -460,18 +460,16 @@ type activeJobs struct {
 }
 
 // countActive counts the running CAPTF Jobs in the cache: all of them, the namespace's, the
-// cluster's (of that namespace; none for "") and the drift checks among all.
+// cluster's (of that namespace; none for "") and the drift checks among all. It reads the
+// running Jobs only (activeJobIndex), as the cache holds them: they are read, never changed.
 func (r *provider[T]) countActive(ctx context.Context, ns, cluster string) (activeJobs, error) {
 	list := &batchv1.JobList{}
-	if err := r.client.List(ctx, list, client.MatchingLabels{captfv1.ManagedLabel: "true"}); err != nil {
+	if err := r.client.List(ctx, list, client.MatchingFields{activeJobIndex: "true"}, client.UnsafeDisableDeepCopy); err != nil {
 		return activeJobs{}, fmt.Errorf("count active Jobs: %w", err)
 	}
 	var n activeJobs
 	for i := range list.Items {
 		j := &list.Items[i]
-		if jobs.Classify(j) != jobs.PhaseActive {
-			continue
-		}
 		n.all++
 		if j.Labels[captfv1.OperationLabel] == string(captfv1.OperationDrift) {
 			n.drift++

@@ -79,7 +79,7 @@ func TestSlotsCountTheCaps(t *testing.T) {
 		job("other", "d3", "c1", captfv1.OperationDrift, false), // another namespace's c1
 		job("ns", "a1", "c1", captfv1.OperationApply, false),
 		job("ns", "d4", "c1", captfv1.OperationDrift, true), // finished: counts nowhere
-	).Build()
+	).WithIndex(&batchv1.Job{}, activeJobIndex, activeJobKeys).Build()
 	slots := func(opts EngineOptions) decide.Slots {
 		r := &provider[*captfv1.TerraformMachine]{engine: &engine{client: c, opts: opts}, kind: machineKind{}}
 		p := &pass[*captfv1.TerraformMachine]{

@@ -68,7 +68,7 @@ func watchBootstrap(bc bootstrapCache, c client.Client, kind string, consumers c
 		meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 		return b.WatchesRawSource(source.Kind(bc, meta, handler.TypedEnqueueRequestsFromMapFunc(
 			func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
-				list, err := consumers(ctx, c, o.Namespace)
+				list, err := consumers(ctx, c, o.Namespace, o.Name)
 				if err != nil {
 					return nil
 				}
@@ -77,14 +77,42 @@ func watchBootstrap(bc bootstrapCache, c client.Client, kind string, consumers c
 	}
 }
 
-// consumerLister lists a namespace's bootstrapConsumers of one kind. Both listers read the
-// manager's cache, which the CAPI plumbing's owner watches fill.
-type consumerLister func(ctx context.Context, c client.Client, namespace string) ([]bootstrapConsumer, error)
+// consumerLister lists a namespace's bootstrapConsumers of one kind that name a bootstrap
+// Secret. Both listers read the manager's cache, which the CAPI plumbing's owner watches fill,
+// through bootstrapSecretIndex: a Secret's event reads the objects that name it, not every
+// Machine of the namespace.
+type consumerLister func(ctx context.Context, c client.Client, namespace, secret string) ([]bootstrapConsumer, error)
 
-// machineConsumers lists the namespace's Machines.
-func machineConsumers(ctx context.Context, c client.Client, namespace string) ([]bootstrapConsumer, error) {
+// bootstrapSecretIndex indexes the cached Machines and MachinePools by the bootstrap data
+// Secret they name.
+const bootstrapSecretIndex = "captf.io/bootstrap-data-secret"
+
+// indexBootstrapSecrets registers bootstrapSecretIndex on the Machine and MachinePool informers.
+func indexBootstrapSecrets(ctx context.Context, mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &clusterv1.Machine{}, bootstrapSecretIndex, machineBootstrapSecret); err != nil {
+		return err
+	}
+	return mgr.GetFieldIndexer().IndexField(ctx, &clusterv1.MachinePool{}, bootstrapSecretIndex, poolBootstrapSecret)
+}
+
+func machineBootstrapSecret(o client.Object) []string {
+	if m, ok := o.(*clusterv1.Machine); ok && ptr.Deref(m.Spec.Bootstrap.DataSecretName, "") != "" {
+		return []string{*m.Spec.Bootstrap.DataSecretName}
+	}
+	return nil
+}
+
+func poolBootstrapSecret(o client.Object) []string {
+	if mp, ok := o.(*clusterv1.MachinePool); ok && ptr.Deref(mp.Spec.Template.Spec.Bootstrap.DataSecretName, "") != "" {
+		return []string{*mp.Spec.Template.Spec.Bootstrap.DataSecretName}
+	}
+	return nil
+}
+
+// machineConsumers lists the namespace's Machines that name the Secret.
+func machineConsumers(ctx context.Context, c client.Client, namespace, secret string) ([]bootstrapConsumer, error) {
 	list := &clusterv1.MachineList{}
-	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{bootstrapSecretIndex: secret}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	out := make([]bootstrapConsumer, 0, len(list.Items))
@@ -94,10 +122,10 @@ func machineConsumers(ctx context.Context, c client.Client, namespace string) ([
 	return out, nil
 }
 
-// poolConsumers lists the namespace's MachinePools.
-func poolConsumers(ctx context.Context, c client.Client, namespace string) ([]bootstrapConsumer, error) {
+// poolConsumers lists the namespace's MachinePools that name the Secret.
+func poolConsumers(ctx context.Context, c client.Client, namespace, secret string) ([]bootstrapConsumer, error) {
 	list := &clusterv1.MachinePoolList{}
-	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{bootstrapSecretIndex: secret}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	out := make([]bootstrapConsumer, 0, len(list.Items))

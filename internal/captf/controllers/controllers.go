@@ -52,6 +52,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := indexCredentials(ctx, mgr); err != nil {
 		return err
 	}
+	if err := indexActiveJobs(ctx, mgr); err != nil {
+		return err
+	}
+	if err := indexBootstrapSecrets(ctx, mgr); err != nil {
+		return err
+	}
 	e.leases = leases.New(e.client, e.reader, e.clock)
 	e.states = newStateCache(opts.Engine.StateEncryption.master())
 	e.refusals = newRefusals()
