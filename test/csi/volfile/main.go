@@ -5,7 +5,7 @@
 //	volfile write /data/marker "some text"
 //	volfile hold /data/marker "some text"   # writes, then keeps the volume in use until SIGTERM
 //	volfile read /data/marker
-//	volfile show /data/marker               # prints, then keeps the volume in use until SIGTERM
+//	volfile show /data/marker               # prints it and a newline, then keeps the volume in use until SIGTERM
 package main
 
 import (
@@ -39,6 +39,9 @@ func run(args []string) error {
 		if err := show(args[1]); err != nil {
 			return err
 		}
+		// The container runtime writes a log line once it ends: without the newline the Pod's
+		// log stays empty while it runs.
+		fmt.Println()
 		holdUntilStopped()
 		return nil
 	}
