@@ -1,66 +1,17 @@
 package controllers_test
 
 import (
-	"bytes"
-	"compress/gzip"
-	"context"
-	"encoding/json"
-	"io"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cluster-api/util/conditions"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
-	"github.com/capx-io/capx/internal/captf/contract"
 )
-
-// editState rewrites an object's state in its Secret as a hand edit would (same lineage, next
-// serial). terraform_data has no remote object to change behind OpenTofu's back, so this is how
-// a test makes real drift offline: a refresh reads back what the state records, and the plan
-// after it has to change the object back (see runner.TestDrift).
-func editState(t *testing.T, ns, kind, name string, edit func(map[string]any)) {
-	t.Helper()
-	ctx := context.Background()
-	s := &corev1.Secret{}
-	key := client.ObjectKey{Namespace: ns, Name: contract.StateSecretName(contract.StateSuffix(ns, kind, name))}
-	if err := env.Client.Get(ctx, key, s); err != nil {
-		t.Fatal(err)
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(s.Data[contract.BackendStateKey]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st map[string]any
-	if err := json.Unmarshal(raw, &st); err != nil {
-		t.Fatal(err)
-	}
-	edit(st)
-	st["serial"] = st["serial"].(float64) + 1
-	if raw, err = json.Marshal(st); err != nil {
-		t.Fatal(err)
-	}
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	_, _ = zw.Write(raw)
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s.Data[contract.BackendStateKey] = gz.Bytes()
-	if err := env.Client.Update(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // setEndpointHost edits the endpoint host the state records for the cluster module's control
 // plane (a string attribute: the edit must keep the recorded type, or the refresh fails).

@@ -256,30 +256,6 @@ func refreshedAfter(t *testing.T, ns, pool string, since time.Time) {
 	}, 2*time.Minute, 200*time.Millisecond).Should(BeTrue(), "a membership refresh succeeded after %s", since)
 }
 
-// moveStateOn writes an object's state again under the next serial, with the same contents,
-// and returns that serial.
-func moveStateOn(t *testing.T, ns, kind, name string) int64 {
-	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	s := &corev1.Secret{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: contract.StateSecretName(contract.StateSuffix(ns, kind, name))}, s)).To(Succeed())
-	zr, err := gzip.NewReader(bytes.NewReader(s.Data[contract.BackendStateKey]))
-	g.Expect(err).NotTo(HaveOccurred())
-	var st map[string]any
-	g.Expect(json.NewDecoder(zr).Decode(&st)).To(Succeed())
-	st["serial"] = st["serial"].(float64) + 1
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	g.Expect(json.NewEncoder(zw).Encode(st)).To(Succeed())
-	g.Expect(zw.Close()).To(Succeed())
-	s.Data[contract.BackendStateKey] = buf.Bytes()
-	g.Expect(env.Client.Update(ctx, s)).To(Succeed())
-	serial := int64(st["serial"].(float64))
-	g.Expect(readState(t, ns, kind, name).Serial).To(Equal(serial))
-	return serial
-}
-
 // TestPoolExportsApplyFailed: an apply of changed exports that fails midway loses the record of
 // the applied exports (the group may already carry the new ones), and without a record nothing
 // is held back: the next destructive exports change waits with the whole pool, replica changes

@@ -1,11 +1,8 @@
 package controllers_test
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"path/filepath"
 	"slices"
@@ -55,27 +52,6 @@ func startEncryptingManager(t *testing.T, ns string) {
 	mgrtest.StartWith(t, env, cfg, "--providers=captf", "--drift-interval=0", "--namespace="+ns, "--destroy-namespace-prefix=",
 		"--state-encryption", "--state-encryption-namespace="+managerNamespace,
 		"--state-key-address="+addr, "--state-key-url=https://"+addr+statekey.Path)
-}
-
-// stateDocument is the decompressed data of an object's state Secret.
-func stateDocument(t *testing.T, ns, kind, name string) []byte {
-	t.Helper()
-	var list corev1.SecretList
-	if err := env.Client.List(context.Background(), &list, client.InNamespace(ns), state.Selector(contract.StateSuffix(ns, kind, name))); err != nil {
-		t.Fatal(err)
-	}
-	if len(list.Items) != 1 {
-		t.Fatalf("%d state Secrets, want 1", len(list.Items))
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(list.Items[0].Data[contract.BackendStateKey]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return doc
 }
 
 // TestStateEncryptionWired (issue 23 item 4): the manager, run with --state-encryption as its
