@@ -90,25 +90,44 @@ E2E_SUITE := github.com/capx-io/capx/test/e2e
 E2E_GO_TEST = bash hack/gotest.sh -tags e2e -count=1 -p 1 -timeout 60m -v $(GO_TEST_FLAGS)
 
 .PHONY: e2e
-e2e: e2e-tools ## Run the end-to-end suites on real local management clusters, two lanes at once (root; builds what is missing).
-	bash hack/lanes.sh e2e-suite '$(MAKE) --no-print-directory -o e2e-tools e2e-suite' \
-	  e2e-nodes '$(MAKE) --no-print-directory -o e2e-tools e2e-nodes'
+e2e: node-tools ## Run the end-to-end suites on real local management clusters, two lanes at once (root; builds what is missing).
+	bash hack/lanes.sh e2e-suite '$(MAKE) --no-print-directory -o node-tools e2e-suite' \
+	  e2e-nodes '$(MAKE) --no-print-directory -o node-tools e2e-nodes'
 
 .PHONY: e2e-tools
-e2e-tools: ## Build (once per machine, then cached) what the e2e suites need: every tool, the real CSI sidecars and external-dns.
+e2e-tools: node-tools e2e-late-tools ## Build (once per machine, then cached) what the e2e suites need: every tool, the real CSI sidecars and external-dns.
+
+.PHONY: node-tools
+node-tools: ## Build (once per machine, then cached) every toolchain tool, the node binaries and CAPI's manager included.
 	bash hack/toolchain.sh all
+
+# What only E2E_LATE's packages need. e2e-nodes builds them beside its other packages, so a cold
+# lane waits for them only if they take longer than those.
+.PHONY: e2e-late-tools
+e2e-late-tools: ## Build (once per machine, then cached) the real CSI sidecars and external-dns.
 	bash hack/csi-sidecars.sh
 	bash hack/external-dns.sh
 
 .PHONY: e2e-suite
-e2e-suite: e2e-tools ## The e2e lane of test/e2e alone (its clusters e2e-a, e2e-b).
+e2e-suite: node-tools ## The e2e lane of test/e2e alone (its clusters e2e-a, e2e-b).
 	@rc=0; $(E2E_GO_TEST) $(E2E_SUITE) || rc=$$?; \
 	for c in $(E2E_CLUSTERS); do bash hack/cluster down --name $$c >/dev/null 2>&1 || rc=1; done; \
 	if [[ $$rc -ne 0 ]]; then echo "e2e failed: artifacts in _artifacts/e2e/<suite>/ (docs/e2e.md)"; fi; exit $$rc
 
+# The packages of test/ that need e2e-late-tools (the CSI sidecars, external-dns): e2e-nodes runs
+# them last, after its other packages, while building those tools in the background.
+E2E_LATE := github.com/capx-io/capx/test/csi github.com/capx-io/capx/test/externaldns
+
 .PHONY: e2e-nodes
-e2e-nodes: e2e-tools ## The e2e lane of every other package of test/ (real nodes, platforms, CSI, GPU stand-in).
-	pkgs=$$(go list -tags e2e ./test/... | grep -vx '$(E2E_SUITE)'); $(E2E_GO_TEST) $$pkgs
+e2e-nodes: node-tools ## The e2e lane of every other package of test/ (real nodes, platforms, CSI, GPU stand-in).
+	@mkdir -p _artifacts/lanes; log=_artifacts/lanes/e2e-late-tools.log; \
+	$(MAKE) --no-print-directory e2e-late-tools >$$log 2>&1 & tools=$$!; \
+	pkgs=$$(go list -tags e2e ./test/... | grep -vx '$(E2E_SUITE)'); \
+	early=$$(printf '%s\n' $$pkgs | grep -vxF $(addprefix -e ,$(E2E_LATE))); \
+	rc=0; $(E2E_GO_TEST) $$early || rc=$$?; \
+	if ! wait $$tools; then cat $$log; echo "e2e-nodes: building the CSI sidecars or external-dns failed (log above, $$log)"; exit 1; fi; \
+	echo "e2e-nodes: the CSI sidecars and external-dns are built ($$log); now $(E2E_LATE)"; \
+	$(E2E_GO_TEST) $(E2E_LATE) || rc=$$?; exit $$rc
 
 .PHONY: images
 images: ## Build the local images (manager, CAPI manager, vcosim, test modules) as tarballs in _artifacts/images.

@@ -272,8 +272,15 @@ build_family() { # family
 }
 
 link() { # tool, cached path
-  ln -sfn "$2" "$bin/$1"
-  case "$1" in etcd|kube-apiserver|kube-controller-manager|kubectl) ln -sfn "$2" "$bin/envtest/$1" ;; esac
+  relink "$2" "$bin/$1"
+  case "$1" in etcd|kube-apiserver|kube-controller-manager|kubectl) relink "$2" "$bin/envtest/$1" ;; esac
+}
+
+# relink points link at target, leaving a link that already does alone: the lanes link the
+# tools they share while other lanes' tests run them, and ln -sf replaces a link by removing it
+# first.
+relink() { # target, link
+  [[ $(readlink "$2" 2>/dev/null) == "$1" ]] || ln -sfn "$1" "$2"
 }
 
 # shellcheck source=hugepages.sh
