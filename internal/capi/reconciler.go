@@ -6,8 +6,10 @@
 //     set the owner yet, wait for the watch to bring the object back;
 //  3. create the patch helper;
 //  4. pause: Cluster.spec.paused or the cluster.x-k8s.io/paused annotation sets Paused=True and
-//     stops there (a paused object is never changed, and never destroyed, so clusterctl move can
-//     copy and delete it safely);
+//     stops there, or runs the provider's PausedProvider bookkeeping: a paused object is never
+//     provisioned or destroyed, and nothing is created or deleted in its namespace, so
+//     clusterctl move can copy and delete it safely (only its status, and what already exists,
+//     may be written);
 //  5. add the finalizer (a separate patch, before anything is provisioned);
 //  6. defer one status patch with the conditions this controller owns;
 //  7. branch: deleting runs the provider's delete phases and, once they report done, removes the
@@ -89,7 +91,8 @@ type Provider[T Object, O any] interface {
 }
 
 // PausedProvider is implemented by providers with bookkeeping that is safe while paused, such as
-// recording a finished Job; it must never create or destroy infrastructure.
+// recording a finished Job; it must never create or destroy infrastructure, nor create or delete
+// an object in the namespace (clusterctl move copies what it listed before it paused).
 type PausedProvider[T Object, O any] interface {
 	ReconcilePaused(ctx context.Context, s *Scope[T, O]) (ctrl.Result, error)
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	captfv1 "github.com/capx-io/capx/api/captf/v1alpha1"
+	"github.com/capx-io/capx/internal/captf/decide"
 	"github.com/capx-io/capx/internal/captf/jobs"
 	"github.com/capx-io/capx/internal/captf/runresult"
 )
@@ -55,6 +56,30 @@ func (r *provider[T]) listJobs(ctx context.Context, p *pass[T]) error {
 // leases, and marks the Job with its result. The mark comes last, so a pass that fails midway
 // does it all again (every step is idempotent).
 func (r *provider[T]) bookkeep(ctx context.Context, p *pass[T]) error {
+	if err := r.recordFinished(ctx, p, false); err != nil {
+		return err
+	}
+	if err := r.withdrawRestores(ctx, p); err != nil {
+		return err
+	}
+	if _, err := jobs.Prune(ctx, r.client, p.jobList, p.policy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Pruning finished Jobs failed; retrying on the next reconcile")
+	}
+	return nil
+}
+
+// bookkeepPaused is bookkeep for a paused object: it records what decide.RecordedWhilePaused
+// allows and creates or deletes nothing (no plan, no lease released, no Job pruned).
+func (r *provider[T]) bookkeepPaused(ctx context.Context, p *pass[T]) error {
+	if err := r.recordFinished(ctx, p, true); err != nil {
+		return err
+	}
+	return r.withdrawRestores(ctx, p)
+}
+
+// recordFinished records every finished Job not recorded yet, oldest first, and releases its
+// leases; paused, only the Jobs decide.RecordedWhilePaused allows, and no lease.
+func (r *provider[T]) recordFinished(ctx context.Context, p *pass[T], paused bool) error {
 	for i := len(p.jobList) - 1; i >= 0; i-- { // oldest first
 		job := &p.jobList[i]
 		phase := jobs.Classify(job)
@@ -65,23 +90,24 @@ func (r *provider[T]) bookkeep(ctx context.Context, p *pass[T]) error {
 		if err != nil {
 			return err
 		}
-		res := runResult(captfv1.Operation(job.Labels[captfv1.OperationLabel]), phase, outcome)
+		op := captfv1.Operation(job.Labels[captfv1.OperationLabel])
+		res := runResult(op, phase, outcome)
+		if paused && !decide.RecordedWhilePaused(op, res) {
+			// Newer Jobs wait too: a plan recorded after them would read as the newer.
+			return nil
+		}
 		summary, err := r.recordRun(ctx, p, job, res, outcome)
 		if err != nil {
 			return fmt.Errorf("record Job %s: %w", job.Name, err)
 		}
-		if err := r.releaseLeases(ctx, p, job.Name); err != nil {
-			return err
+		if !paused {
+			if err := r.releaseLeases(ctx, p, job.Name); err != nil {
+				return err
+			}
 		}
 		if err := r.markBookkept(ctx, job, summary, outcome.Result); err != nil {
 			return err
 		}
-	}
-	if err := r.withdrawRestores(ctx, p); err != nil {
-		return err
-	}
-	if _, err := jobs.Prune(ctx, r.client, p.jobList, p.policy); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Pruning finished Jobs failed; retrying on the next reconcile")
 	}
 	return nil
 }

@@ -92,13 +92,14 @@ func (r *provider[T]) ReconcileDelete(ctx context.Context, s *reconcileScope[T])
 
 // ReconcilePaused only records finished Jobs: a paused object starts nothing and destroys
 // nothing (clusterctl move copies and deletes paused objects), but a Job that finished must not
-// lose its result, and block-move must clear once no Job runs.
+// lose its result, and block-move must clear once no Job runs. It writes the object's status
+// and the objects that exist and creates or deletes nothing (decide.RecordedWhilePaused).
 func (r *provider[T]) ReconcilePaused(ctx context.Context, s *reconcileScope[T]) (ctrl.Result, error) {
 	p, err := r.newPass(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	err = run(ctx, p, r.ensureManagerAccess, r.listJobs, r.bookkeep, r.trackActiveJob, r.decidePaused)
+	err = run(ctx, p, r.listJobs, r.bookkeepPaused, r.trackActiveJob, r.decidePaused)
 	return p.result(), err
 }
 

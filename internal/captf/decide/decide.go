@@ -356,12 +356,26 @@ func Next(in Input) Decision {
 
 // Paused is the decision for a paused object: nothing starts and nothing is destroyed
 // (clusterctl move copies and deletes paused objects), but a running Job's end is still
-// recorded, so the object looks again while one runs.
+// recorded (RecordedWhilePaused), so the object looks again while one runs.
 func Paused(in Input) Decision {
 	if in.ActiveJob {
 		return Decision{Reason: ReasonJobRunning, Wait: true, RequeueAfter: activeJobRecheck}
 	}
 	return Decision{Reason: ReasonPaused, Wait: true}
+}
+
+// RecordedWhilePaused says whether a Job of op that ended with res is recorded while its object
+// is paused. While paused, the manager changes the object's status and the objects that exist,
+// and creates and deletes nothing in its namespace: clusterctl move lists what it moves before
+// it pauses the Cluster, so an object created afterwards stays behind and one deleted fails the
+// copy. Recording a plan creates its TerraformPlan and plan view, so such a Job waits,
+// unrecorded, until the object is unpaused (after a move, the target plans again); every other
+// result is recorded at once, and block-move clears once no Job runs. The run's leases and the
+// Job history are also left until then (a lease whose Job is gone frees itself, leases.Free).
+func RecordedWhilePaused(op captfv1.Operation, res captfv1.RunResult) bool {
+	plans := (op == captfv1.OperationPlan && res == captfv1.RunSucceeded) ||
+		(op == captfv1.OperationApply && (res == captfv1.RunBlocked || res == captfv1.RunPlanChanged))
+	return !plans
 }
 
 // start applies what a due operation's Job needs, in the order a start meets it. A wait keeps

@@ -487,3 +487,32 @@ func TestJitterIsBoundedAndStable(t *testing.T) {
 		}
 	}
 }
+
+// The pause promise: a paused object's namespace sees no create and no delete from the
+// manager, so only the results whose recording writes status and existing objects are
+// recorded while paused; a plan (which creates its TerraformPlan) waits for the unpause.
+func TestRecordedWhilePaused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   captfv1.Operation
+		res  captfv1.RunResult
+		want bool
+	}{
+		{"an apply that succeeded: status and the state's record", captfv1.OperationApply, captfv1.RunSucceeded, true},
+		{"an apply that failed: status only", captfv1.OperationApply, captfv1.RunFailed, true},
+		{"an apply the guard blocked creates its plan: waits", captfv1.OperationApply, captfv1.RunBlocked, false},
+		{"an apply whose plan changed creates a plan: waits", captfv1.OperationApply, captfv1.RunPlanChanged, false},
+		{"a plan creates its TerraformPlan: waits", captfv1.OperationPlan, captfv1.RunSucceeded, false},
+		{"a plan that failed creates nothing", captfv1.OperationPlan, captfv1.RunFailed, true},
+		{"a refresh", captfv1.OperationRefresh, captfv1.RunSucceeded, true},
+		{"a drift check", captfv1.OperationDrift, captfv1.RunSucceeded, true},
+		{"a restore: status and the plans that exist", captfv1.OperationRestore, captfv1.RunSucceeded, true},
+		{"a destroy", captfv1.OperationDestroy, captfv1.RunSucceeded, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := RecordedWhilePaused(tc.op, tc.res); got != tc.want {
+				t.Errorf("RecordedWhilePaused(%s, %s) = %v, want %v", tc.op, tc.res, got, tc.want)
+			}
+		})
+	}
+}
